@@ -1,0 +1,212 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// setting is one environment variable. The table is the single list of
+// settings and defaults; the README's settings table must name every one
+// (a test checks it).
+type setting struct {
+	env, def, help string
+}
+
+var settings = []setting{
+	{"MAYFLY_REDIS_ADDRS", "127.0.0.1:6379", "Redis addresses, comma separated: one standalone server or any Cluster seeds (detected automatically)"},
+	{"MAYFLY_REDIS_PREFIX", "mf", "prefix of every Redis key Mayfly writes"},
+	{"MAYFLY_REDIS_TIMEOUT", "2s", "budget for the Redis calls of one request; past it the client gets 503 DEPENDENCY_UNAVAILABLE"},
+	{"MAYFLY_HTTP_ADDR", "127.0.0.1:8080", "public API listener (edge); the API lives under /v1"},
+	{"MAYFLY_SMTP_ADDR", "127.0.0.1:2525", "SMTP listener (ingest)"},
+	{"MAYFLY_ADMIN_ADDR", "127.0.0.1:9090", "admin listener: /healthz, /readyz, /metrics, /debug/pprof/; never expose it publicly"},
+	{"MAYFLY_DOMAINS", "mayfly.test", "receiving domains, comma separated; each new mailbox gets one at random"},
+	{"MAYFLY_COOKIE_PREFIX", "mayfly", "prefix of the mailbox-scoped cookie name (<prefix>_<mailbox uuid without hyphens>)"},
+	{"MAYFLY_COOKIE_SECURE", "true", "set the Secure attribute on cookies; false only for plain-HTTP local use"},
+	{"MAYFLY_TRUSTED_PROXIES", "", "CIDRs of proxies whose X-Forwarded-For is believed, comma separated; empty trusts no forwarding header"},
+	{"MAYFLY_MAX_INFLIGHT", "2048", "concurrent API requests per edge node before 503 REQUEST_PROTECTION"},
+	{"MAYFLY_MAX_BODY_BYTES", "16384", "largest accepted request body; larger gets 413 BODY_TOO_LARGE"},
+	{"MAYFLY_RATE_REQUESTS_PER_SECOND", "8", "requests per second per client IP (fixed one-second window)"},
+	{"MAYFLY_RATE_CREATE_PER_MINUTE", "5", "mailbox creations per client IP per minute (failed attempts count)"},
+	{"MAYFLY_RATE_CREATE_PER_HOUR", "10", "mailbox creations per client IP per hour"},
+	{"MAYFLY_RATE_CREATE_PER_DAY", "20", "mailbox creations per client IP per day"},
+	{"MAYFLY_RATE_ACTIVE_PER_IP", "5", "live mailboxes per client IP"},
+	{"MAYFLY_RATE_GLOBAL_CREATE_PER_MINUTE", "5000", "mailbox creations per minute across the whole service"},
+	{"MAYFLY_MAILBOX_MAX_MESSAGES", "100", "messages kept per mailbox; the oldest is evicted first"},
+	{"MAYFLY_MAILBOX_MAX_BYTES", "8388608", "stored bytes per mailbox; the oldest messages are evicted first"},
+	{"MAYFLY_MESSAGE_MAX_BYTES", "2097152", "stored bytes of one message (headers shown plus bodies); bodies are truncated to fit"},
+	{"MAYFLY_SHUTDOWN_TIMEOUT", "10s", "how long a stopping node waits for requests in flight"},
+	{"MAYFLY_LOG_LEVEL", "info", "debug, info, warn or error (JSON logs on stderr)"},
+}
+
+// config is the parsed environment.
+type config struct {
+	redisAddrs      []string
+	redisPrefix     string
+	redisTimeout    time.Duration
+	httpAddr        string
+	smtpAddr        string
+	adminAddr       string
+	domains         []string
+	cookiePrefix    string
+	cookieSecure    bool
+	trustedProxies  []netip.Prefix
+	maxInFlight     int
+	maxBodyBytes    int
+	ratePerSecond   int
+	createPerMinute int
+	createPerHour   int
+	createPerDay    int
+	activePerIP     int
+	globalPerMinute int
+	maxMessages     int
+	maxMailboxBytes int
+	maxMessageBytes int
+	shutdownTimeout time.Duration
+	logLevel        slog.Level
+}
+
+// loadConfig reads every setting through getenv, falling back to defaults.
+func loadConfig(getenv func(string) string) (config, error) {
+	p := parser{getenv: getenv}
+	c := config{
+		redisAddrs:      p.list("MAYFLY_REDIS_ADDRS"),
+		redisPrefix:     p.str("MAYFLY_REDIS_PREFIX"),
+		redisTimeout:    p.duration("MAYFLY_REDIS_TIMEOUT"),
+		httpAddr:        p.str("MAYFLY_HTTP_ADDR"),
+		smtpAddr:        p.str("MAYFLY_SMTP_ADDR"),
+		adminAddr:       p.str("MAYFLY_ADMIN_ADDR"),
+		domains:         p.domains("MAYFLY_DOMAINS"),
+		cookiePrefix:    p.cookiePrefix("MAYFLY_COOKIE_PREFIX"),
+		cookieSecure:    p.boolean("MAYFLY_COOKIE_SECURE"),
+		trustedProxies:  p.prefixes("MAYFLY_TRUSTED_PROXIES"),
+		maxInFlight:     p.positive("MAYFLY_MAX_INFLIGHT"),
+		maxBodyBytes:    p.positive("MAYFLY_MAX_BODY_BYTES"),
+		ratePerSecond:   p.positive("MAYFLY_RATE_REQUESTS_PER_SECOND"),
+		createPerMinute: p.positive("MAYFLY_RATE_CREATE_PER_MINUTE"),
+		createPerHour:   p.positive("MAYFLY_RATE_CREATE_PER_HOUR"),
+		createPerDay:    p.positive("MAYFLY_RATE_CREATE_PER_DAY"),
+		activePerIP:     p.positive("MAYFLY_RATE_ACTIVE_PER_IP"),
+		globalPerMinute: p.positive("MAYFLY_RATE_GLOBAL_CREATE_PER_MINUTE"),
+		maxMessages:     p.positive("MAYFLY_MAILBOX_MAX_MESSAGES"),
+		maxMailboxBytes: p.positive("MAYFLY_MAILBOX_MAX_BYTES"),
+		maxMessageBytes: p.positive("MAYFLY_MESSAGE_MAX_BYTES"),
+		shutdownTimeout: p.duration("MAYFLY_SHUTDOWN_TIMEOUT"),
+		logLevel:        p.level("MAYFLY_LOG_LEVEL"),
+	}
+	if len(c.redisAddrs) == 0 {
+		p.fail("MAYFLY_REDIS_ADDRS", "must name at least one address")
+	}
+	return c, p.err
+}
+
+// parser collects the first error so loadConfig reads as a list.
+type parser struct {
+	getenv func(string) string
+	err    error
+}
+
+func (p *parser) str(name string) string {
+	if v := strings.TrimSpace(p.getenv(name)); v != "" {
+		return v
+	}
+	for _, s := range settings {
+		if s.env == name {
+			return s.def
+		}
+	}
+	panic("undeclared setting " + name) // a defect in this file
+}
+
+func (p *parser) fail(name, msg string) {
+	if p.err == nil {
+		p.err = fmt.Errorf("%s: %s", name, msg)
+	}
+}
+
+func (p *parser) list(name string) []string {
+	var out []string
+	for _, v := range strings.Split(p.str(name), ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func (p *parser) domains(name string) []string {
+	out := p.list(name)
+	for i, d := range out {
+		out[i] = strings.ToLower(d)
+		if strings.ContainsAny(d, "@ /") || !strings.Contains(d, ".") {
+			p.fail(name, fmt.Sprintf("%q is not a domain name", d))
+		}
+	}
+	if len(out) == 0 {
+		p.fail(name, "must name at least one domain")
+	}
+	return out
+}
+
+func (p *parser) cookiePrefix(name string) string {
+	v := p.str(name)
+	for _, c := range v {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			p.fail(name, "may hold only letters, digits, '-' and '_'")
+			break
+		}
+	}
+	return v
+}
+
+func (p *parser) boolean(name string) bool {
+	b, err := strconv.ParseBool(p.str(name))
+	if err != nil {
+		p.fail(name, "must be true or false")
+	}
+	return b
+}
+
+func (p *parser) positive(name string) int {
+	n, err := strconv.Atoi(p.str(name))
+	if err != nil || n <= 0 {
+		p.fail(name, "must be a positive integer")
+	}
+	return n
+}
+
+func (p *parser) duration(name string) time.Duration {
+	d, err := time.ParseDuration(p.str(name))
+	if err != nil || d <= 0 {
+		p.fail(name, "must be a positive duration such as 2s or 500ms")
+	}
+	return d
+}
+
+func (p *parser) prefixes(name string) []netip.Prefix {
+	var out []netip.Prefix
+	for _, v := range p.list(name) {
+		pr, err := netip.ParsePrefix(v)
+		if err != nil {
+			a, aerr := netip.ParseAddr(v)
+			if aerr != nil {
+				p.fail(name, fmt.Sprintf("%q is not a CIDR", v))
+				continue
+			}
+			pr = netip.PrefixFrom(a, a.BitLen())
+		}
+		out = append(out, pr.Masked())
+	}
+	return out
+}
+
+func (p *parser) level(name string) slog.Level {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(p.str(name))); err != nil {
+		p.fail(name, "must be debug, info, warn or error")
+	}
+	return l
+}

@@ -1,0 +1,168 @@
+package edge
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"time"
+
+	"github.com/mayfly/mayfly/storage"
+	"github.com/valyala/fasthttp"
+)
+
+// timeFormat is RFC 3339 in UTC with milliseconds: messages received in one
+// second still sort.
+const timeFormat = "2006-01-02T15:04:05.000Z07:00"
+
+type mailboxView struct {
+	ID           string `json:"id"`
+	Address      string `json:"address"`
+	Kind         string `json:"kind"`
+	ExpiresAt    string `json:"expires_at"`
+	MaxExpiresAt string `json:"max_expires_at"`
+}
+
+func viewMailbox(m storage.Mailbox) mailboxView {
+	return mailboxView{
+		ID: m.ID.String(), Address: m.Address, Kind: "temporary",
+		ExpiresAt: formatTime(m.ExpiresAt), MaxExpiresAt: formatTime(m.MaxExpiresAt),
+	}
+}
+
+type mailboxResponse struct {
+	Data struct {
+		Mailbox mailboxView `json:"mailbox"`
+	} `json:"data"`
+}
+
+type summaryView struct {
+	ID         string `json:"id"`
+	From       string `json:"from"`
+	Subject    string `json:"subject"`
+	ReceivedAt string `json:"received_at"`
+	Status     string `json:"status"`
+}
+
+func viewSummary(s storage.Summary) summaryView {
+	return summaryView{ID: s.ID.String(), From: s.From, Subject: s.Subject, ReceivedAt: formatTime(s.ReceivedAt), Status: string(s.Status)}
+}
+
+type messageView struct {
+	summaryView
+	TextBody string `json:"text_body"`
+	HTMLBody string `json:"html_body"`
+}
+
+type paginationView struct {
+	Limit   int  `json:"limit"`
+	Offset  int  `json:"offset"`
+	HasMore bool `json:"has_more"`
+}
+
+type listResponse struct {
+	Data struct {
+		Items      []summaryView  `json:"items"`
+		Pagination paginationView `json:"pagination"`
+	} `json:"data"`
+}
+
+type messageResponse struct {
+	Data struct {
+		Message messageView `json:"message"`
+	} `json:"data"`
+}
+
+type domainsResponse struct {
+	Data struct {
+		Domains []string `json:"domains"`
+	} `json:"data"`
+}
+
+func formatTime(t time.Time) string { return t.UTC().Format(timeFormat) }
+
+// writeJSON writes v as the response body with status.
+func writeJSON(ctx *fasthttp.RequestCtx, status int, v any) {
+	ctx.SetStatusCode(status)
+	ctx.SetContentType("application/json")
+	enc := json.NewEncoder(ctx)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		// Only our own view types reach here: an encoding failure is a defect.
+		ctx.ResetBody()
+		ctx.SetStatusCode(500)
+		ctx.SetBodyString(`{"error":{"code":"INTERNAL","message":"Temporary server failure; retry with backoff."},"request_id":"` + requestID(ctx) + `"}`)
+	}
+}
+
+// intField is one integer field of a strict request body.
+type intField struct {
+	name     string
+	min, max int
+	required bool
+	value    *int
+}
+
+// decodeBody parses body as one JSON object whose only fields are fields,
+// each an integer within its bounds. Anything else is a 400 with a stable code.
+func decodeBody(body []byte, fields ...intField) *apiError {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var obj map[string]json.RawMessage
+	if err := dec.Decode(&obj); err != nil || obj == nil {
+		return errInvalidJSON
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errInvalidJSON.with(map[string]any{"reason": "trailing data after the JSON object"})
+	}
+next:
+	for name := range obj {
+		for _, f := range fields {
+			if f.name == name {
+				continue next
+			}
+		}
+		return errUnknownField.with(map[string]any{"field": name})
+	}
+	for _, f := range fields {
+		raw, ok := obj[f.name]
+		if !ok {
+			if f.required {
+				return errInvalidField.with(map[string]any{"field": f.name, "reason": "required"})
+			}
+			continue
+		}
+		n, ok := parseIntLiteral(raw)
+		if !ok || n < f.min || n > f.max {
+			return errInvalidField.with(map[string]any{"field": f.name, "minimum": f.min, "maximum": f.max})
+		}
+		*f.value = n
+	}
+	return nil
+}
+
+// parseIntLiteral accepts a JSON integer literal only (no fraction, exponent
+// or quotes) of a size that fits an int.
+func parseIntLiteral(raw json.RawMessage) (int, bool) {
+	s := bytes.TrimSpace(raw)
+	if len(s) == 0 || len(s) > 10 {
+		return 0, false
+	}
+	neg := s[0] == '-'
+	if neg {
+		s = s[1:]
+	}
+	if len(s) == 0 {
+		return 0, false
+	}
+	n := 0
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int(c-'0')
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
+}

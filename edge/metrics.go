@@ -1,0 +1,36 @@
+package edge
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the edge's Prometheus series.
+type Metrics struct {
+	requests    *prometheus.CounterVec   // by route and status
+	latency     *prometheus.HistogramVec // by route
+	redisErrors prometheus.Counter
+	rejections  *prometheus.CounterVec // rate-limit rejections by kind
+}
+
+// NewMetrics registers the edge's series on reg (nil: unregistered, for tests).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mayfly_http_requests_total", Help: "HTTP requests by route and status.",
+		}, []string{"route", "status"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "mayfly_http_request_duration_seconds", Help: "HTTP request latency by route.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+		}, []string{"route"}),
+		redisErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "mayfly_http_redis_errors_total", Help: "Requests that failed because Redis was unavailable.",
+		}),
+		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mayfly_ratelimit_rejections_total", Help: "Requests refused by a limit, by kind.",
+		}, []string{"kind"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.requests, m.latency, m.redisErrors, m.rejections)
+	}
+	return m
+}

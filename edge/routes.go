@@ -1,0 +1,111 @@
+package edge
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/fasthttp/router"
+	"github.com/mayfly/mayfly/ratelimit"
+	"github.com/valyala/fasthttp"
+)
+
+// call is what a handler knows of its request beyond the fasthttp context:
+// a real context with the request's Redis deadline and the client's
+// rate-limit key.
+type call struct {
+	ctx    context.Context
+	client string
+}
+
+type handlerFunc func(ctx *fasthttp.RequestCtx, c *call) error
+
+// routes lists every endpoint of the API.
+func (s *Server) routes() fasthttp.RequestHandler {
+	r := router.New()
+	// Redirects and automatic OPTIONS answers would bypass the error envelope
+	// (and an OPTIONS answer looks like CORS support, which we do not offer).
+	r.RedirectTrailingSlash = false
+	r.RedirectFixedPath = false
+	r.HandleOPTIONS = false
+	r.HandleMethodNotAllowed = true
+
+	v1 := r.Group("/v1")
+	v1.GET("/domains", s.wrap("GET /domains", s.handleDomains))
+	v1.GET("/openapi.yaml", s.wrap("GET /openapi.yaml", s.handleOpenAPI))
+	v1.POST("/mailboxes", s.wrap("POST /mailboxes", s.handleCreateMailbox))
+	v1.POST("/mailboxes/{mailbox_id}/select", s.wrap("POST /mailboxes/{id}/select", s.handleSelectMailbox))
+	v1.GET("/mailboxes/current", s.wrap("GET /mailboxes/current", s.handleGetCurrent))
+	v1.PATCH("/mailboxes/current", s.wrap("PATCH /mailboxes/current", s.handleExtendCurrent))
+	v1.DELETE("/mailboxes/current", s.wrap("DELETE /mailboxes/current", s.handleDeleteCurrent))
+	v1.GET("/messages", s.wrap("GET /messages", s.handleListMessages))
+	v1.GET("/messages/{message_id}", s.wrap("GET /messages/{id}", s.handleGetMessage))
+	v1.DELETE("/messages/{message_id}", s.wrap("DELETE /messages/{id}", s.handleDeleteMessage))
+
+	r.NotFound = s.wrap("not found", func(*fasthttp.RequestCtx, *call) error { return errRouteNotFound })
+	r.MethodNotAllowed = s.wrap("method not allowed", func(ctx *fasthttp.RequestCtx, _ *call) error {
+		// The router lists OPTIONS as allowed, but we answer it with 405 too.
+		allow := strings.ReplaceAll(string(ctx.Response.Header.Peek("Allow")), ", OPTIONS", "")
+		ctx.Response.Header.Set("Allow", allow)
+		return errMethodNotAllowed
+	})
+	return r.Handler
+}
+
+// wrap is the one middleware every request passes: request id and common
+// headers, the in-flight bound, the per-IP request rate, the handler, the
+// error envelope and the metrics.
+func (s *Server) wrap(route string, h handlerFunc) fasthttp.RequestHandler {
+	requests := func(status int) { s.metrics.requests.WithLabelValues(route, strconv.Itoa(status)).Inc() }
+	latency := s.metrics.latency.WithLabelValues(route)
+	return func(ctx *fasthttp.RequestCtx) {
+		start := time.Now()
+		setRequestID(ctx)
+		setCommonHeaders(ctx)
+		defer func() {
+			requests(ctx.Response.StatusCode())
+			latency.Observe(time.Since(start).Seconds())
+		}()
+		if s.inFlight.Add(1) > int64(s.cfg.MaxInFlight) {
+			s.inFlight.Add(-1)
+			s.fail(ctx, route, errProtection)
+			return
+		}
+		defer s.inFlight.Add(-1)
+
+		c, cancel := context.WithTimeout(context.Background(), s.cfg.RedisTimeout)
+		defer cancel()
+		cl := &call{ctx: c, client: s.clientKey(ctx)}
+		d, err := s.limiter.AllowRequest(c, cl.client)
+		if err == nil && !d.Allowed {
+			err = s.refuse(d)
+		}
+		if err == nil {
+			err = h(ctx, cl)
+		}
+		if err != nil {
+			s.fail(ctx, route, err)
+		}
+	}
+}
+
+// refuse counts a limiter's refusal and returns its API error.
+func (s *Server) refuse(d ratelimit.Decision) error {
+	s.metrics.rejections.WithLabelValues(string(d.Kind)).Inc()
+	return decisionError(d)
+}
+
+// fail answers with the error envelope for err, logging what the client
+// must not see.
+func (s *Server) fail(ctx *fasthttp.RequestCtx, route string, err error) {
+	ae := toAPIError(err)
+	switch {
+	case ae == errUnavailable:
+		s.metrics.redisErrors.Inc()
+		s.log.Warn("redis unavailable", "route", route, "request_id", requestID(ctx), "err", err)
+	case ae.status >= 500 && ae != errProtection:
+		s.log.Error("request failed", "route", route, "request_id", requestID(ctx), "err", err)
+	}
+	writeError(ctx, ae)
+}

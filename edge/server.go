@@ -1,0 +1,189 @@
+// Package edge serves Mayfly's public REST API over fasthttp: mailboxes,
+// sessions, messages and (later) their event stream. It keeps no state of its
+// own: every request is answered from storage and ratelimit, so any number of
+// edge nodes can serve the same clients.
+//
+// edge does not read the environment, open Redis connections or speak SMTP;
+// cmd/mayfly wires it.
+package edge
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/mayfly/mayfly/ratelimit"
+	"github.com/mayfly/mayfly/storage"
+	"github.com/valyala/fasthttp"
+)
+
+// Mailboxes is what the edge needs from storage; *storage.Store satisfies it.
+// Errors are storage's sentinels (ErrSessionInvalid, ErrCredentialInvalid,
+// ErrMailboxNotFound, ErrMessageNotFound, ErrUnavailable).
+type Mailboxes interface {
+	Create(ctx context.Context, tag, domain string, lifetime time.Duration, owner string) (storage.Mailbox, storage.Credential, error)
+	Select(ctx context.Context, id uuid.UUID, scoped storage.Credential) (storage.Mailbox, storage.Credential, error)
+	Current(ctx context.Context, session storage.Credential) (storage.Mailbox, error)
+	Extend(ctx context.Context, session storage.Credential, d time.Duration) (storage.Mailbox, string, error)
+	Destroy(ctx context.Context, session storage.Credential) (string, error)
+	Messages(ctx context.Context, session storage.Credential, p storage.Page) ([]storage.Summary, bool, error)
+	Message(ctx context.Context, session storage.Credential, id uuid.UUID) (storage.Message, error)
+	DeleteMessage(ctx context.Context, session storage.Credential, id uuid.UUID) error
+}
+
+// Limiter is what the edge needs from ratelimit; *ratelimit.Limiter satisfies
+// it. Errors wrap ratelimit.ErrUnavailable.
+type Limiter interface {
+	AllowRequest(ctx context.Context, client string) (ratelimit.Decision, error)
+	ReserveCreation(ctx context.Context, client, mailbox string, lifetime time.Duration, valid bool) (ratelimit.Decision, error)
+	AllowGlobalCreation(ctx context.Context) (ratelimit.Decision, error)
+	Release(ctx context.Context, client, mailbox string) error
+	ExtendActive(ctx context.Context, client, mailbox string, expiresAt time.Time) error
+}
+
+// Config tunes the edge. Zero values mean the defaults.
+type Config struct {
+	Domains        []string       // receiving domains; default ["mayfly.test"]
+	CookiePrefix   string         // mailbox-scoped cookie prefix; default "mayfly"
+	CookieInsecure bool           // omit the Secure attribute (local HTTP only)
+	TrustedProxies []netip.Prefix // peers whose X-Forwarded-For is believed
+	MaxInFlight    int            // concurrent requests before 503 REQUEST_PROTECTION; default 2048
+	MaxBodyBytes   int            // request body limit behind 413; default 16 KiB
+	RedisTimeout   time.Duration  // budget for the Redis calls of one request; default 2 s
+	ReadTimeout    time.Duration  // default 10 s
+	WriteTimeout   time.Duration  // default 10 s
+	IdleTimeout    time.Duration  // keep-alive idle limit; default 60 s
+}
+
+func (c Config) withDefaults() Config {
+	if len(c.Domains) == 0 {
+		c.Domains = []string{"mayfly.test"}
+	}
+	if c.CookiePrefix == "" {
+		c.CookiePrefix = "mayfly"
+	}
+	if c.MaxInFlight <= 0 {
+		c.MaxInFlight = 2048
+	}
+	if c.MaxBodyBytes <= 0 {
+		c.MaxBodyBytes = 16 << 10
+	}
+	if c.RedisTimeout <= 0 {
+		c.RedisTimeout = 2 * time.Second
+	}
+	if c.ReadTimeout <= 0 {
+		c.ReadTimeout = 10 * time.Second
+	}
+	if c.WriteTimeout <= 0 {
+		c.WriteTimeout = 10 * time.Second
+	}
+	if c.IdleTimeout <= 0 {
+		c.IdleTimeout = 60 * time.Second
+	}
+	return c
+}
+
+// Server is one edge node.
+type Server struct {
+	store    Mailboxes
+	limiter  Limiter
+	cfg      Config
+	log      *slog.Logger
+	metrics  *Metrics
+	http     *fasthttp.Server
+	inFlight atomic.Int64
+}
+
+// New returns an edge server. metrics may be nil.
+func New(store Mailboxes, limiter Limiter, cfg Config, log *slog.Logger, metrics *Metrics) *Server {
+	s := &Server{store: store, limiter: limiter, cfg: cfg.withDefaults(), log: log, metrics: metrics}
+	if s.metrics == nil {
+		s.metrics = NewMetrics(nil)
+	}
+	s.http = &fasthttp.Server{
+		Handler:      s.routes(),
+		ErrorHandler: s.handleTransportError,
+		Name:         "mayfly",
+		// A body past MaxBodyBytes still reaches the handler up to this bound so
+		// that the 413 passes the rate limiters; past it fasthttp refuses.
+		MaxRequestBodySize:            4 * s.cfg.MaxBodyBytes,
+		ReadTimeout:                   s.cfg.ReadTimeout,
+		WriteTimeout:                  s.cfg.WriteTimeout,
+		IdleTimeout:                   s.cfg.IdleTimeout,
+		NoDefaultServerHeader:         true,
+		NoDefaultDate:                 false,
+		DisableHeaderNamesNormalizing: false,
+		ReadBufferSize:                8 << 10,
+		Logger:                        slogPrinter{log},
+	}
+	return s
+}
+
+// Serve accepts connections on ln until Shutdown.
+func (s *Server) Serve(ln net.Listener) error { return s.http.Serve(ln) }
+
+// Shutdown stops accepting, waits for requests in flight until ctx ends.
+func (s *Server) Shutdown(ctx context.Context) error { return s.http.ShutdownWithContext(ctx) }
+
+// Handler returns the request handler (for tests that serve it themselves).
+func (s *Server) Handler() fasthttp.RequestHandler { return s.http.Handler }
+
+// handleTransportError answers requests fasthttp could not read, in the
+// error envelope like every other answer.
+func (s *Server) handleTransportError(ctx *fasthttp.RequestCtx, err error) {
+	setRequestID(ctx)
+	setCommonHeaders(ctx)
+	ctx.SetConnectionClose()
+	if isBodyTooLarge(err) {
+		writeError(ctx, errBodyTooLarge.with(map[string]any{"limit_bytes": s.cfg.MaxBodyBytes}))
+		return
+	}
+	writeError(ctx, &apiError{status: 400, code: "INVALID_REQUEST", message: "The request could not be read."})
+}
+
+const requestIDKey = "mayfly.request_id"
+
+// setRequestID gives the request an id for logs, the X-Request-ID header and
+// the error body.
+func setRequestID(ctx *fasthttp.RequestCtx) string {
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], rand.Uint64())
+	id := hex.EncodeToString(b[:])
+	ctx.SetUserValue(requestIDKey, id)
+	ctx.Response.Header.Set("X-Request-ID", id)
+	return id
+}
+
+func requestID(ctx *fasthttp.RequestCtx) string {
+	id, _ := ctx.UserValue(requestIDKey).(string)
+	return id
+}
+
+func setCommonHeaders(ctx *fasthttp.RequestCtx) {
+	h := &ctx.Response.Header
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "no-store")
+}
+
+// clientKey is the rate-limit identity of the request's client.
+func (s *Server) clientKey(ctx *fasthttp.RequestCtx) string {
+	return ratelimit.ClientKey(clientIP(ctx, s.cfg.TrustedProxies))
+}
+
+type slogPrinter struct{ log *slog.Logger }
+
+func (p slogPrinter) Printf(format string, args ...any) {
+	// fasthttp's own messages name connection errors, never request content.
+	p.log.Debug("fasthttp", "msg", fmt.Sprintf(format, args...))
+}
+
+func isBodyTooLarge(err error) bool { return errors.Is(err, fasthttp.ErrBodyTooLarge) }

@@ -1,0 +1,44 @@
+package storage
+
+import (
+	"embed"
+
+	"github.com/redis/rueidis"
+)
+
+//go:embed scripts/*.lua
+var scriptFS embed.FS
+
+// scripts holds every storage script, each with lib.lua prepended. The
+// header of each file names its KEYS, ARGV and reply.
+type scripts struct {
+	create, selectBox, current, extend, destroy   *rueidis.Lua
+	list, message, deleteMessage, deliver, exists *rueidis.Lua
+}
+
+func loadScripts() scripts {
+	lib := mustRead("lib.lua")
+	load := func(name string) *rueidis.Lua {
+		return rueidis.NewLuaScript(lib + mustRead(name))
+	}
+	return scripts{
+		create:        load("create.lua"),
+		selectBox:     load("select.lua"),
+		current:       load("current.lua"),
+		extend:        load("extend.lua"),
+		destroy:       load("destroy.lua"),
+		list:          load("list.lua"),
+		message:       load("message.lua"),
+		deleteMessage: load("delete_message.lua"),
+		deliver:       load("deliver.lua"),
+		exists:        load("exists.lua"),
+	}
+}
+
+func mustRead(name string) string {
+	b, err := scriptFS.ReadFile("scripts/" + name)
+	if err != nil {
+		panic("storage: missing embedded script " + name) // a build defect, not a runtime condition
+	}
+	return string(b)
+}

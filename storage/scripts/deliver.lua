@@ -1,0 +1,30 @@
+-- deliver.lua: append one message to a live mailbox.
+-- KEYS: box, msgs, bodies, events
+-- ARGV: recipient address (lower case), message id, from, subject, status,
+--       text, html, size (bytes counted against the mailbox),
+--       max messages, max mailbox bytes
+-- Reply: {1, stream id} delivered; {0} no live mailbox at that address.
+-- Evicts the oldest messages while a cap is exceeded, then publishes
+-- {"type":"message","sid","id","from","subject","status"} on the events channel.
+local now = now_ms()
+local f = redis.call('HMGET', KEYS[1], 'a', 'e')
+if not f[1] or f[1] ~= ARGV[1] or tonumber(f[2]) <= now then return {0} end
+local exp = tonumber(f[2])
+local id = ARGV[2]
+local sid = redis.call('XADD', KEYS[2], '*', 'i', id, 'f', ARGV[3], 's', ARGV[4], 't', ARGV[5], 'z', ARGV[8])
+redis.call('HSET', KEYS[3], id, sid, id .. ':t', ARGV[6], id .. ':h', ARGV[7])
+redis.call('PEXPIREAT', KEYS[2], exp)
+redis.call('PEXPIREAT', KEYS[3], exp)
+local n = redis.call('HINCRBY', KEYS[1], 'n', 1)
+local b = redis.call('HINCRBY', KEYS[1], 'b', tonumber(ARGV[8]))
+local maxn, maxb = tonumber(ARGV[9]), tonumber(ARGV[10])
+while n > maxn or b > maxb do
+  local old = redis.call('XRANGE', KEYS[2], '-', '+', 'COUNT', 1)
+  if #old == 0 or old[1][1] == sid then break end
+  drop_message(old[1][1], old[1][2])
+  n = tonumber(redis.call('HGET', KEYS[1], 'n'))
+  b = tonumber(redis.call('HGET', KEYS[1], 'b'))
+end
+redis.call('SPUBLISH', KEYS[4], cjson.encode({type = 'message', sid = sid, id = id,
+  from = ARGV[3], subject = ARGV[4], status = ARGV[5]}))
+return {1, sid}

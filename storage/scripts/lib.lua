@@ -1,0 +1,47 @@
+-- lib.lua is prepended to every storage script (see scripts.go).
+-- Box hash fields: id (uuid), a (address), c (created ms), e (expires ms),
+-- x (max expires ms), k (sha256 hex of the mailbox-scoped secret), o (owner,
+-- the creator's rate-limit client key), n (message count), b (stored bytes),
+-- sn (session count), s:<sha256 hex> (one field per session: issued ms).
+
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- live_session returns the box's {id, a, c, e, x} when digest names a session
+-- of a mailbox that has not reached its expiry, else nil. The lookup is a
+-- hash-field probe keyed by the SHA-256 of a 256-bit secret: there is no
+-- secret comparison whose timing could leak.
+local function live_session(box, digest, now)
+  local f = redis.call('HMGET', box, 's:' .. digest, 'id', 'a', 'c', 'e', 'x')
+  if not f[1] or not f[5] or tonumber(f[5]) <= now then return nil end
+  return {f[2], f[3], f[4], f[5], f[6]}
+end
+
+-- ct_equal compares two strings in time that depends only on their length.
+local function ct_equal(a, b)
+  if #a ~= #b then return false end
+  local d = 0
+  for i = 1, #a do d = bit.bor(d, bit.bxor(string.byte(a, i), string.byte(b, i))) end
+  return d == 0
+end
+
+-- set_expiry moves every key of the mailbox to expire at ms.
+local function set_expiry(ms)
+  for i = 1, 3 do redis.call('PEXPIREAT', KEYS[i], ms) end
+end
+
+-- drop_message removes one message (stream entry and bodies) and its
+-- accounting; fields are the entry's field/value list.
+local function drop_message(sid, fields)
+  local id, size
+  for i = 1, #fields, 2 do
+    if fields[i] == 'i' then id = fields[i + 1] elseif fields[i] == 'z' then size = tonumber(fields[i + 1]) end
+  end
+  redis.call('XDEL', KEYS[2], sid)
+  if id then redis.call('HDEL', KEYS[3], id, id .. ':t', id .. ':h') end
+  redis.call('HINCRBY', KEYS[1], 'n', -1)
+  redis.call('HINCRBY', KEYS[1], 'b', -(size or 0))
+end
+

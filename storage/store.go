@@ -1,0 +1,375 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+	"github.com/redis/rueidis"
+)
+
+// Config bounds what a mailbox may hold. Zero values mean the defaults.
+type Config struct {
+	KeyPrefix       string // default "mf"
+	MaxMessages     int    // messages per mailbox, oldest evicted first; default 100
+	MaxMailboxBytes int    // stored bytes per mailbox, oldest evicted first; default 8 MiB
+	MaxMessageBytes int    // stored bytes of one message (from, subject, bodies); default 2 MiB
+	MaxSessions     int    // sessions per mailbox, oldest revoked first; default 16
+}
+
+// Defaults returns the documented defaults.
+func (c Config) withDefaults() Config {
+	if c.KeyPrefix == "" {
+		c.KeyPrefix = "mf"
+	}
+	if c.MaxMessages <= 0 {
+		c.MaxMessages = 100
+	}
+	if c.MaxMailboxBytes <= 0 {
+		c.MaxMailboxBytes = 8 << 20
+	}
+	if c.MaxMessageBytes <= 0 {
+		c.MaxMessageBytes = 2 << 20
+	}
+	if c.MaxSessions <= 0 {
+		c.MaxSessions = 16
+	}
+	return c
+}
+
+// MaxLifetime is the total lifetime of a mailbox: max_expires_at is creation
+// plus this, and no extension goes past it.
+const MaxLifetime = 60 * time.Minute
+
+// Store keeps mailboxes and messages in Redis. It is safe for concurrent use.
+type Store struct {
+	client  rueidis.Client
+	cfg     Config
+	keys    keys
+	scripts scripts
+}
+
+// New returns a Store on client.
+func New(client rueidis.Client, cfg Config) *Store {
+	cfg = cfg.withDefaults()
+	return &Store{client: client, cfg: cfg, keys: keys{prefix: cfg.KeyPrefix}, scripts: loadScripts()}
+}
+
+// Config returns the effective configuration.
+func (s *Store) Config() Config { return s.cfg }
+
+// Create makes a mailbox with address tag@domain that lives for lifetime
+// (at most MaxLifetime). owner is remembered and returned by Destroy and
+// Extend, so the caller can free the owner's active-inbox slot. It returns
+// the mailbox and its mailbox-scoped credential.
+// Errors: ErrUnavailable.
+func (s *Store) Create(ctx context.Context, tag, domain string, lifetime time.Duration, owner string) (Mailbox, Credential, error) {
+	if !ValidTag(tag) {
+		return Mailbox{}, Credential{}, fmt.Errorf("storage: create: invalid tag")
+	}
+	lifetime = min(lifetime, MaxLifetime)
+	id := uuid.New()
+	cred := newCredential(tag)
+	addr := tag + "@" + strings.ToLower(domain)
+	res, err := s.scripts.create.Exec(ctx, s.client, s.keys.all(tag), []string{
+		id.String(), addr, strconv.FormatInt(lifetime.Milliseconds(), 10),
+		strconv.FormatInt(MaxLifetime.Milliseconds(), 10), cred.digest(), owner,
+	}).ToArray()
+	if err != nil {
+		return Mailbox{}, Credential{}, unavailable("create", err)
+	}
+	if code, _ := res[0].AsInt64(); code != 1 {
+		// The tag is taken: 103 random bits make this a defect, not luck.
+		return Mailbox{}, Credential{}, fmt.Errorf("storage: create: tag collision")
+	}
+	ms, err := int64s(res[1:], 3)
+	if err != nil {
+		return Mailbox{}, Credential{}, unavailable("create", err)
+	}
+	return Mailbox{
+		ID: id, Address: addr,
+		CreatedAt: msTime(ms[0]), ExpiresAt: msTime(ms[1]), MaxExpiresAt: msTime(ms[2]),
+	}, cred, nil
+}
+
+// Select opens a new session on mailbox id, proven by its mailbox-scoped
+// credential, and returns the session credential.
+// Errors: ErrMailboxNotFound (expired or destroyed), ErrCredentialInvalid
+// (the credential is not this mailbox's), ErrUnavailable.
+func (s *Store) Select(ctx context.Context, id uuid.UUID, scoped Credential) (Mailbox, Credential, error) {
+	sess := newCredential(scoped.Tag)
+	res, err := s.scripts.selectBox.Exec(ctx, s.client, s.keys.all(scoped.Tag), []string{
+		id.String(), scoped.digest(), sess.digest(), strconv.Itoa(s.cfg.MaxSessions),
+	}).ToArray()
+	if err != nil {
+		return Mailbox{}, Credential{}, unavailable("select", err)
+	}
+	switch code, _ := res[0].AsInt64(); code {
+	case 0:
+		return Mailbox{}, Credential{}, ErrMailboxNotFound
+	case 2:
+		return Mailbox{}, Credential{}, ErrCredentialInvalid
+	}
+	m, err := parseMailbox(res[1:])
+	if err != nil {
+		return Mailbox{}, Credential{}, unavailable("select", err)
+	}
+	return m, sess, nil
+}
+
+// Current returns the mailbox of session.
+// Errors: ErrSessionInvalid, ErrUnavailable.
+func (s *Store) Current(ctx context.Context, session Credential) (Mailbox, error) {
+	res, err := s.scripts.current.Exec(ctx, s.client, []string{s.keys.box(session.Tag)}, []string{session.digest()}).ToArray()
+	if err != nil {
+		return Mailbox{}, unavailable("current", err)
+	}
+	if code, _ := res[0].AsInt64(); code != 1 {
+		return Mailbox{}, ErrSessionInvalid
+	}
+	m, err := parseMailbox(res[1:])
+	if err != nil {
+		return Mailbox{}, unavailable("current", err)
+	}
+	return m, nil
+}
+
+// Extend moves the session's mailbox expiry later by d, never past its
+// MaxExpiresAt; the grant may be smaller than d, or zero. It returns the
+// mailbox and its owner.
+// Errors: ErrSessionInvalid, ErrUnavailable.
+func (s *Store) Extend(ctx context.Context, session Credential, d time.Duration) (Mailbox, string, error) {
+	res, err := s.scripts.extend.Exec(ctx, s.client, s.keys.all(session.Tag), []string{
+		session.digest(), strconv.FormatInt(d.Milliseconds(), 10),
+	}).ToArray()
+	if err != nil {
+		return Mailbox{}, "", unavailable("extend", err)
+	}
+	if code, _ := res[0].AsInt64(); code != 1 || len(res) != 7 {
+		return Mailbox{}, "", ErrSessionInvalid
+	}
+	m, err := parseMailbox(res[1:6])
+	if err != nil {
+		return Mailbox{}, "", unavailable("extend", err)
+	}
+	owner, _ := res[6].ToString()
+	return m, owner, nil
+}
+
+// Destroy deletes the session's mailbox with every message, ends every
+// session of it, and returns its owner.
+// Errors: ErrSessionInvalid, ErrUnavailable.
+func (s *Store) Destroy(ctx context.Context, session Credential) (string, error) {
+	res, err := s.scripts.destroy.Exec(ctx, s.client, s.keys.all(session.Tag), []string{session.digest()}).ToArray()
+	if err != nil {
+		return "", unavailable("destroy", err)
+	}
+	if code, _ := res[0].AsInt64(); code != 1 || len(res) != 2 {
+		return "", ErrSessionInvalid
+	}
+	owner, _ := res[1].ToString()
+	return owner, nil
+}
+
+// Messages returns one page of the session's messages, newest first, and
+// whether more follow.
+// Errors: ErrSessionInvalid, ErrUnavailable.
+func (s *Store) Messages(ctx context.Context, session Credential, p Page) ([]Summary, bool, error) {
+	// No mailbox holds more than MaxMessages: a larger offset is past the end,
+	// and clamping it keeps XREVRANGE's COUNT bounded.
+	offset := min(p.Offset, s.cfg.MaxMessages)
+	k := s.keys.box(session.Tag)
+	res, err := s.scripts.list.Exec(ctx, s.client, []string{k, s.keys.msgs(session.Tag)}, []string{
+		session.digest(), strconv.Itoa(offset), strconv.Itoa(p.Limit),
+	}).ToArray()
+	if err != nil {
+		return nil, false, unavailable("list", err)
+	}
+	if code, _ := res[0].AsInt64(); code != 1 || len(res) < 2 {
+		return nil, false, ErrSessionInvalid
+	}
+	more, _ := res[1].AsInt64()
+	out := make([]Summary, 0, len(res)-2)
+	for i := range res[2:] {
+		e, err := res[2+i].AsXRangeEntry()
+		if err != nil {
+			return nil, false, unavailable("list", err)
+		}
+		out = append(out, parseSummary(e.ID, e.FieldValues))
+	}
+	return out, more == 1, nil
+}
+
+// Message returns one message of the session's mailbox.
+// Errors: ErrSessionInvalid, ErrMessageNotFound, ErrUnavailable.
+func (s *Store) Message(ctx context.Context, session Credential, id uuid.UUID) (Message, error) {
+	t := session.Tag
+	res, err := s.scripts.message.Exec(ctx, s.client, []string{s.keys.box(t), s.keys.msgs(t), s.keys.bodies(t)},
+		[]string{session.digest(), id.String()}).ToArray()
+	if err != nil {
+		return Message{}, unavailable("message", err)
+	}
+	switch code, _ := res[0].AsInt64(); {
+	case code == 0:
+		return Message{}, ErrSessionInvalid
+	case code == 2 || len(res) != 5:
+		return Message{}, ErrMessageNotFound
+	}
+	sid, _ := res[1].ToString()
+	fields, err := res[2].AsStrMap()
+	if err != nil {
+		return Message{}, unavailable("message", err)
+	}
+	m := Message{Summary: parseSummary(sid, fields)}
+	if m.Status == StatusReady {
+		m.Text, _ = res[3].ToString()
+		m.HTML, _ = res[4].ToString()
+	}
+	return m, nil
+}
+
+// DeleteMessage deletes one message of the session's mailbox.
+// Errors: ErrSessionInvalid, ErrMessageNotFound, ErrUnavailable.
+func (s *Store) DeleteMessage(ctx context.Context, session Credential, id uuid.UUID) error {
+	t := session.Tag
+	code, err := s.scripts.deleteMessage.Exec(ctx, s.client, []string{s.keys.box(t), s.keys.msgs(t), s.keys.bodies(t)},
+		[]string{session.digest(), id.String()}).AsInt64()
+	if err != nil {
+		return unavailable("delete message", err)
+	}
+	switch code {
+	case 0:
+		return ErrSessionInvalid
+	case 2:
+		return ErrMessageNotFound
+	}
+	return nil
+}
+
+// splitAddress returns the tag and the lower-cased address of a recipient,
+// or false when it cannot be a Mayfly address.
+func splitAddress(address string) (tag, lower string, ok bool) {
+	lower = strings.ToLower(address)
+	local, domain, found := strings.Cut(lower, "@")
+	if !found || domain == "" || !ValidTag(local) {
+		return "", "", false
+	}
+	return local, lower, true
+}
+
+// Exists reports whether a live mailbox has address (case-insensitive).
+// Errors: ErrUnavailable.
+func (s *Store) Exists(ctx context.Context, address string) (bool, error) {
+	tag, lower, ok := splitAddress(address)
+	if !ok {
+		return false, nil
+	}
+	n, err := s.scripts.exists.Exec(ctx, s.client, []string{s.keys.box(tag)}, []string{lower}).AsInt64()
+	if err != nil {
+		return false, unavailable("exists", err)
+	}
+	return n == 1, nil
+}
+
+// Deliver appends m to the live mailbox at address (case-insensitive) in one
+// script call: the summary to the stream, the bodies with the mailbox's
+// expiry, the oldest messages evicted while the mailbox is over its caps, and
+// an event published on the mailbox's channel. Bodies are truncated so the
+// message fits MaxMessageBytes (HTML first, at a UTF-8 boundary).
+// Errors: ErrMailboxNotFound (no live mailbox at address), ErrUnavailable.
+func (s *Store) Deliver(ctx context.Context, address string, m NewMessage) (Summary, error) {
+	tag, lower, ok := splitAddress(address)
+	if !ok {
+		return Summary{}, ErrMailboxNotFound
+	}
+	if !m.Status.Valid() {
+		m.Status = StatusFailed
+	}
+	room := s.cfg.MaxMessageBytes - len(m.From) - len(m.Subject)
+	m.HTML = truncate(m.HTML, room-len(m.Text))
+	m.Text = truncate(m.Text, room-len(m.HTML))
+	size := len(m.From) + len(m.Subject) + len(m.Text) + len(m.HTML)
+	id := uuid.New()
+	res, err := s.scripts.deliver.Exec(ctx, s.client, s.keys.all(tag), []string{
+		lower, id.String(), m.From, m.Subject, string(m.Status), m.Text, m.HTML,
+		strconv.Itoa(size), strconv.Itoa(s.cfg.MaxMessages), strconv.Itoa(s.cfg.MaxMailboxBytes),
+	}).ToArray()
+	if err != nil {
+		return Summary{}, unavailable("deliver", err)
+	}
+	if code, _ := res[0].AsInt64(); code != 1 || len(res) != 2 {
+		return Summary{}, ErrMailboxNotFound
+	}
+	sid, _ := res[1].ToString()
+	return Summary{ID: id, From: m.From, Subject: m.Subject, Status: m.Status, StreamID: sid, ReceivedAt: streamTime(sid)}, nil
+}
+
+// truncate cuts s to at most n bytes without splitting a UTF-8 sequence.
+func truncate(s string, n int) string {
+	if n <= 0 {
+		return ""
+	}
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+func unavailable(op string, err error) error {
+	return fmt.Errorf("%w: %s: %w", ErrUnavailable, op, err)
+}
+
+func int64s(vals []rueidis.RedisMessage, n int) ([]int64, error) {
+	if len(vals) != n {
+		return nil, fmt.Errorf("reply of %d items, want %d", len(vals), n)
+	}
+	out := make([]int64, n)
+	for i := range vals {
+		v, err := vals[i].AsInt64()
+		if err != nil {
+			return nil, err
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+// parseMailbox reads {id, address, created, expires, max}.
+func parseMailbox(vals []rueidis.RedisMessage) (Mailbox, error) {
+	if len(vals) != 5 {
+		return Mailbox{}, fmt.Errorf("mailbox reply of %d items", len(vals))
+	}
+	ids, _ := vals[0].ToString()
+	id, err := uuid.Parse(ids)
+	if err != nil {
+		return Mailbox{}, err
+	}
+	addr, _ := vals[1].ToString()
+	ms, err := int64s(vals[2:], 3)
+	if err != nil {
+		return Mailbox{}, err
+	}
+	return Mailbox{ID: id, Address: addr, CreatedAt: msTime(ms[0]), ExpiresAt: msTime(ms[1]), MaxExpiresAt: msTime(ms[2])}, nil
+}
+
+// parseSummary reads a stream entry (fields i, f, s, t; see deliver.lua).
+func parseSummary(sid string, f map[string]string) Summary {
+	id, _ := uuid.Parse(f["i"])
+	return Summary{ID: id, From: f["f"], Subject: f["s"], Status: Status(f["t"]), StreamID: sid, ReceivedAt: streamTime(sid)}
+}
+
+// streamTime is the Redis server time at which a stream entry was added.
+func streamTime(sid string) time.Time {
+	ms, _, _ := strings.Cut(sid, "-")
+	n, _ := strconv.ParseInt(ms, 10, 64)
+	return msTime(n)
+}
+
+func msTime(ms int64) time.Time { return time.UnixMilli(ms).UTC() }

@@ -1,0 +1,289 @@
+package edge_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"net/netip"
+	"net/url"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mayfly/mayfly/edge"
+	"github.com/mayfly/mayfly/ratelimit"
+	"github.com/mayfly/mayfly/storage"
+	"github.com/mayfly/mayfly/storage/storagetest"
+	"github.com/redis/rueidis"
+)
+
+// env is one edge node on a loopback port, over the real cluster, with a key
+// prefix of its own so tests run in parallel.
+type env struct {
+	t       testing.TB
+	base    string // http://127.0.0.1:port/v1
+	store   *storage.Store
+	limiter *ratelimit.Limiter
+	client  rueidis.Client
+	prefix  string
+}
+
+type option func(*edge.Config, *ratelimit.Config)
+
+func newEnv(t testing.TB, opts ...option) *env {
+	t.Helper()
+	return newEnvOn(t, storagetest.Client(t), opts...)
+}
+
+// newEnvOn serves an edge node that uses client for Redis.
+func newEnvOn(t testing.TB, client rueidis.Client, opts ...option) *env {
+	t.Helper()
+	prefix := storagetest.Prefix(t)
+	cfg := edge.Config{
+		Domains:        []string{"mayfly.test", "inbox.test"},
+		CookieInsecure: true, // the test jar talks plain HTTP
+		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")},
+	}
+	rl := ratelimit.Config{KeyPrefix: prefix}
+	for _, o := range opts {
+		o(&cfg, &rl)
+	}
+	store := storage.New(client, storage.Config{KeyPrefix: prefix})
+	limiter := ratelimit.New(client, rl)
+	srv := edge.New(store, limiter, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx)
+	})
+	return &env{t: t, base: "http://" + ln.Addr().String() + "/v1", store: store, limiter: limiter, client: client, prefix: prefix}
+}
+
+// user is one API client with its own cookie jar. Its requests carry an
+// X-Forwarded-For (the test node trusts 127.0.0.1) so the per-IP limits see
+// the IP the test chose: a fixed one for limit tests, else a fresh one per
+// request so other tests never trip the 8 requests per second.
+type user struct {
+	e  *env
+	hc *http.Client
+	ip string
+}
+
+func (e *env) newUser(ip string) *user {
+	jar, _ := cookiejar.New(nil)
+	return &user{e: e, ip: ip, hc: &http.Client{Jar: jar, Timeout: 10 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+func randomIP() string {
+	return fmt.Sprintf("198.18.%d.%d", rand.IntN(256), 1+rand.IntN(254))
+}
+
+type result struct {
+	status int
+	header http.Header
+	raw    []byte
+	body   map[string]any
+	resp   *http.Response
+}
+
+// code is the error code of an error response.
+func (r *result) code() string {
+	e, _ := r.body["error"].(map[string]any)
+	c, _ := e["code"].(string)
+	return c
+}
+
+// data returns data.<name> of a success response.
+func (r *result) data(name string) map[string]any {
+	d, _ := r.body["data"].(map[string]any)
+	v, _ := d[name].(map[string]any)
+	return v
+}
+
+func (u *user) do(method, path, body string, headers ...string) *result {
+	u.e.t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, u.e.base+path, rd)
+	if err != nil {
+		u.e.t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	ip := u.ip
+	if ip == "" {
+		ip = randomIP()
+	}
+	req.Header.Set("X-Forwarded-For", ip)
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := u.hc.Do(req)
+	if err != nil {
+		u.e.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		u.e.t.Fatal(err)
+	}
+	checkResponse(u.e.t, req, resp, raw)
+	r := &result{status: resp.StatusCode, header: resp.Header, raw: raw, resp: resp}
+	if len(raw) > 0 && strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		if err := json.Unmarshal(raw, &r.body); err != nil {
+			u.e.t.Fatalf("%s %s: body %q: %v", method, path, raw, err)
+		}
+	}
+	return r
+}
+
+func (u *user) want(r *result, status int, code string) {
+	u.e.t.Helper()
+	if r.status != status || r.code() != code {
+		u.e.t.Fatalf("status %d %s (%s), want %d %s", r.status, r.code(), r.raw, status, code)
+	}
+}
+
+// create makes a mailbox and returns its JSON.
+func (u *user) create(body string) map[string]any {
+	u.e.t.Helper()
+	r := u.do("POST", "/mailboxes", body)
+	u.want(r, 201, "")
+	return r.data("mailbox")
+}
+
+// open creates and selects a mailbox.
+func (u *user) open() map[string]any {
+	u.e.t.Helper()
+	m := u.create("{}")
+	u.want(u.do("POST", "/mailboxes/"+m["id"].(string)+"/select", ""), 200, "")
+	return m
+}
+
+func (e *env) deliver(addr, subject string) storage.Summary {
+	e.t.Helper()
+	s, err := e.store.Deliver(context.Background(), addr, storage.NewMessage{
+		From: "Jörg <joerg@example.org>", Subject: subject, Status: storage.StatusReady,
+		Text: "code " + subject, HTML: "<p>code <b>" + subject + "</b></p>",
+	})
+	if err != nil {
+		e.t.Fatalf("deliver: %v", err)
+	}
+	return s
+}
+
+// serverNow is the Redis server's clock, which every window follows.
+func (e *env) serverNow() time.Time {
+	e.t.Helper()
+	ts, err := e.client.Do(context.Background(), e.client.B().Time().Build()).AsStrSlice()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	sec, _ := strconv.ParseInt(ts[0], 10, 64)
+	usec, _ := strconv.ParseInt(ts[1], 10, 64)
+	return time.Unix(sec, usec*1000)
+}
+
+// awaitWindow sleeps until the server clock is early in a window of size d,
+// so a test's burst cannot straddle two fixed windows.
+func (e *env) awaitWindow(d, margin time.Duration) {
+	now := e.serverNow()
+	into := now.Sub(now.Truncate(d))
+	if into+margin > d {
+		time.Sleep(d - into + 50*time.Millisecond)
+	}
+}
+
+// redisServer is a throwaway standalone redis-server for fault tests, which
+// stop and restart it; the shared cluster is never disturbed.
+type redisServer struct {
+	t    *testing.T
+	dir  string
+	port int
+	cmd  *exec.Cmd
+}
+
+func startRedis(t *testing.T) *redisServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	r := &redisServer{t: t, dir: t.TempDir(), port: port}
+	r.start()
+	t.Cleanup(r.stop)
+	return r
+}
+
+func (r *redisServer) addr() string { return "127.0.0.1:" + strconv.Itoa(r.port) }
+
+func (r *redisServer) start() {
+	r.t.Helper()
+	r.cmd = exec.Command("redis-server", "--port", strconv.Itoa(r.port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", r.dir, "--logfile", filepath.Join(r.dir, "log"))
+	if err := r.cmd.Start(); err != nil {
+		r.t.Fatalf("redis-server (installed by make test's install step): %v", err)
+	}
+	for i := 0; i < 100; i++ {
+		if c, err := net.Dial("tcp", r.addr()); err == nil {
+			c.Close()
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	r.t.Fatalf("redis-server on %s did not start", r.addr())
+}
+
+func (r *redisServer) stop() {
+	if r.cmd != nil && r.cmd.Process != nil {
+		r.cmd.Process.Kill()
+		r.cmd.Wait()
+		r.cmd = nil
+	}
+}
+
+func (r *redisServer) cli(args ...string) {
+	r.t.Helper()
+	out, err := exec.Command("redis-cli", append([]string{"-p", strconv.Itoa(r.port)}, args...)...).CombinedOutput()
+	if err != nil {
+		r.t.Fatalf("redis-cli %v: %v %s", args, err, out)
+	}
+}
+
+func (r *redisServer) client() rueidis.Client {
+	r.t.Helper()
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{r.addr()}, DisableCache: true})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.t.Cleanup(c.Close)
+	return c
+}
+
+func mustURL(s string) *url.URL {
+	u, err := url.Parse(s)
+	if err != nil {
+		panic(err)
+	}
+	return u
+}

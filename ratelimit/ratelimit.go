@@ -1,0 +1,291 @@
+// Package ratelimit enforces Mayfly's per-client and service-wide limits
+// (spec §8) in Redis, so every edge and ingest node shares one count.
+//
+// Each decision is one Lua script call in one Cluster slot. Windows are fixed
+// and aligned to the Redis server clock (TIME inside the script), so nodes
+// with skewed clocks never disagree about which window a hit falls in.
+//
+// ratelimit deliberately knows nothing about HTTP, SMTP or mailboxes beyond
+// an opaque mailbox tag: callers turn a Decision into a status code, and count
+// decisions for metrics themselves.
+package ratelimit
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"time"
+
+	"github.com/redis/rueidis"
+)
+
+var (
+	// ErrUnavailable wraps every failure to reach Redis or run a script,
+	// including a cancelled or expired context. Callers answer 503; the
+	// wrapped error is for logs only.
+	ErrUnavailable = errors.New("ratelimit: redis unavailable")
+	// ErrInvalid reports a programming error in the caller's arguments (a
+	// rule without a name, limit or window; a reservation without a mailbox
+	// or lifetime). Nothing is counted.
+	ErrInvalid = errors.New("ratelimit: invalid argument")
+)
+
+// Config holds the limits. Zero (or negative) values mean the spec's
+// defaults; see withDefaults.
+type Config struct {
+	KeyPrefix             string // default "mf"
+	RequestsPerSecond     int    // default 8, per client, fixed one-second window
+	CreatePerMinute       int    // default 5
+	CreatePerHour         int    // default 10
+	CreatePerDay          int    // default 20
+	ActivePerClient       int    // default 5
+	GlobalCreatePerMinute int    // default 5000, shared by the whole service
+}
+
+// withDefaults is the one place that turns unset fields into spec §8's values.
+func (c Config) withDefaults() Config {
+	if c.KeyPrefix == "" {
+		c.KeyPrefix = "mf"
+	}
+	orDefault := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	orDefault(&c.RequestsPerSecond, 8)
+	orDefault(&c.CreatePerMinute, 5)
+	orDefault(&c.CreatePerHour, 10)
+	orDefault(&c.CreatePerDay, 20)
+	orDefault(&c.ActivePerClient, 5)
+	orDefault(&c.GlobalCreatePerMinute, 5000)
+	return c
+}
+
+// Kind names the limit behind a refusal. A generic Rule's kind is its Name.
+type Kind string
+
+// The limits of spec §8.
+const (
+	KindRequest  Kind = "request"
+	KindCreation Kind = "creation"
+	KindActive   Kind = "active"
+	KindGlobal   Kind = "global"
+)
+
+// Decision is the outcome of one counted hit.
+type Decision struct {
+	Allowed bool
+	// Kind is the limit that refused the hit; empty when allowed (and for an
+	// invalid creation attempt, which is refused by the caller, not a limit).
+	Kind Kind
+	// RetryAfter is when the refusing window resets, in whole seconds; 0 when
+	// allowed or when no wait helps (the active cap frees only on delete or
+	// expiry).
+	RetryAfter time.Duration
+}
+
+//go:embed scripts/*.lua
+var scripts embed.FS
+
+// script loads an embedded script; a missing file is a build defect.
+func script(name string) *rueidis.Lua {
+	src, err := scripts.ReadFile("scripts/" + name)
+	if err != nil {
+		panic(err)
+	}
+	return rueidis.NewLuaScript(string(src))
+}
+
+// Limiter counts hits in Redis. It is safe for concurrent use.
+type Limiter struct {
+	client rueidis.Client
+	cfg    Config
+	keys   keys
+
+	window, reserve, release, extend *rueidis.Lua
+
+	// Script arguments fixed by the config, built once so the per-request
+	// path allocates only its key.
+	requestArgs, globalArgs, limitArgs []string
+}
+
+// New returns a Limiter on client, which the caller owns and closes.
+func New(client rueidis.Client, cfg Config) *Limiter {
+	cfg = cfg.withDefaults()
+	itoa := strconv.Itoa
+	return &Limiter{
+		client:      client,
+		cfg:         cfg,
+		keys:        newKeys(cfg.KeyPrefix),
+		window:      script("window.lua"),
+		reserve:     script("reserve.lua"),
+		release:     script("release.lua"),
+		extend:      script("extend.lua"),
+		requestArgs: []string{itoa(cfg.RequestsPerSecond), "1000"},
+		globalArgs:  []string{itoa(cfg.GlobalCreatePerMinute), "60000"},
+		limitArgs: []string{
+			itoa(cfg.CreatePerMinute), itoa(cfg.CreatePerHour),
+			itoa(cfg.CreatePerDay), itoa(cfg.ActivePerClient),
+		},
+	}
+}
+
+// Config returns the effective configuration, defaults applied.
+func (l *Limiter) Config() Config { return l.cfg }
+
+// AllowRequest counts one request by client in the current one-second window
+// (aligned to whole Redis server seconds). Over the limit it returns
+// Kind=request and RetryAfter=1s (spec: "Retry-After: 1"). Errors wrap
+// ErrUnavailable.
+func (l *Limiter) AllowRequest(ctx context.Context, client string) (Decision, error) {
+	ms, err := l.hit(ctx, l.keys.request(client), l.requestArgs)
+	if err != nil || ms == 0 {
+		return Decision{Allowed: err == nil}, err
+	}
+	return Decision{Kind: KindRequest, RetryAfter: time.Second}, nil
+}
+
+// Rule is a generic fixed-window limit, such as SMTP connections per IP.
+// Name tells rules apart in the key, so two rules must not share a name.
+type Rule struct {
+	Name   string
+	Limit  int
+	Window time.Duration // whole milliseconds; windows align to the server clock
+}
+
+// Allow counts one hit by client against r. Over the limit it returns
+// Kind=Kind(r.Name) and RetryAfter = time until the window resets, rounded up
+// to whole seconds; a refused hit is not counted. Errors wrap ErrInvalid (bad
+// rule, nothing counted) or ErrUnavailable.
+func (l *Limiter) Allow(ctx context.Context, r Rule, client string) (Decision, error) {
+	win := r.Window.Milliseconds()
+	if r.Name == "" || r.Limit <= 0 || win <= 0 {
+		return Decision{}, fmt.Errorf("rule %q (limit %d, window %v): %w", r.Name, r.Limit, r.Window, ErrInvalid)
+	}
+	args := []string{strconv.Itoa(r.Limit), strconv.FormatInt(win, 10)}
+	ms, err := l.hit(ctx, l.keys.rule(r.Name, client), args)
+	if err != nil || ms == 0 {
+		return Decision{Allowed: err == nil}, err
+	}
+	return Decision{Kind: Kind(r.Name), RetryAfter: ceilSeconds(ms)}, nil
+}
+
+// AllowGlobalCreation counts one creation against the service-wide minute
+// window. It admits exactly GlobalCreatePerMinute per window, also under
+// concurrency; refused calls are not counted. Only creations the per-client
+// limits admitted should reach it. Over the cap it returns Kind=global and
+// RetryAfter = time until the minute resets. Errors wrap ErrUnavailable.
+func (l *Limiter) AllowGlobalCreation(ctx context.Context) (Decision, error) {
+	ms, err := l.hit(ctx, l.keys.globalCreation(), l.globalArgs)
+	if err != nil || ms == 0 {
+		return Decision{Allowed: err == nil}, err
+	}
+	return Decision{Kind: KindGlobal, RetryAfter: ceilSeconds(ms)}, nil
+}
+
+// hit runs window.lua: 0 means admitted, otherwise ms until the window resets.
+func (l *Limiter) hit(ctx context.Context, key string, args []string) (int64, error) {
+	keys := [1]string{key}
+	ms, err := l.window.Exec(ctx, l.client, keys[:], args).AsInt64()
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	return ms, nil
+}
+
+// ReserveCreation counts one mailbox-creation attempt by client and, when
+// admitted, reserves an active slot for mailbox until now+lifetime (server
+// clock), all in one script.
+//
+// Every attempt counts in the minute, hour and day windows, also invalid and
+// refused ones (spec: "failed attempts count"). In order:
+//   - valid=false (bad request body): counted, Allowed=false, Kind "".
+//   - a window is full: Kind=creation, RetryAfter = time until the latest of
+//     the full windows resets, rounded up to whole seconds.
+//   - the client holds ActivePerClient unexpired slots: Kind=active,
+//     RetryAfter 0.
+//   - otherwise Allowed=true. If creation then fails, call Release.
+//
+// Errors wrap ErrInvalid (valid with an empty mailbox or lifetime < 1ms;
+// nothing counted) or ErrUnavailable.
+func (l *Limiter) ReserveCreation(ctx context.Context, client, mailbox string, lifetime time.Duration, valid bool) (Decision, error) {
+	life := (lifetime + time.Millisecond - 1).Milliseconds()
+	ok := "0"
+	if valid {
+		if mailbox == "" || life <= 0 {
+			return Decision{}, fmt.Errorf("reserve mailbox %q for %v: %w", mailbox, lifetime, ErrInvalid)
+		}
+		ok = "1"
+	}
+	args := append(l.limitArgs[:len(l.limitArgs):len(l.limitArgs)], mailbox, strconv.FormatInt(life, 10), ok)
+	reply, err := l.reserve.Exec(ctx, l.client,
+		[]string{l.keys.creation(client), l.keys.active(client)}, args).ToArray()
+	if err != nil {
+		return Decision{}, fmt.Errorf("%w: reserve: %w", ErrUnavailable, err)
+	}
+	if len(reply) != 2 {
+		return Decision{}, fmt.Errorf("%w: reserve: reply of %d elements", ErrUnavailable, len(reply))
+	}
+	code, err := reply[0].AsInt64()
+	if err != nil {
+		return Decision{}, fmt.Errorf("%w: reserve: %w", ErrUnavailable, err)
+	}
+	ms, err := reply[1].AsInt64()
+	if err != nil {
+		return Decision{}, fmt.Errorf("%w: reserve: %w", ErrUnavailable, err)
+	}
+	switch code {
+	case 0:
+		return Decision{Allowed: true}, nil
+	case 1:
+		return Decision{}, nil
+	case 2:
+		return Decision{Kind: KindCreation, RetryAfter: ceilSeconds(ms)}, nil
+	case 3:
+		return Decision{Kind: KindActive}, nil
+	}
+	return Decision{}, fmt.Errorf("%w: reserve: unknown reply code %d", ErrUnavailable, code)
+}
+
+// Release frees mailbox's active slot (mailbox deleted, or creation failed
+// after ReserveCreation). Releasing a mailbox without a slot is a no-op.
+// Errors wrap ErrUnavailable.
+func (l *Limiter) Release(ctx context.Context, client, mailbox string) error {
+	err := l.release.Exec(ctx, l.client, []string{l.keys.active(client)}, []string{mailbox}).Error()
+	if err != nil {
+		return fmt.Errorf("%w: release: %w", ErrUnavailable, err)
+	}
+	return nil
+}
+
+// ExtendActive moves mailbox's slot expiry to expiresAt (mailbox extended),
+// only while the mailbox still holds a slot; otherwise it is a no-op, so an
+// extension never resurrects an expired or released slot. Errors wrap
+// ErrUnavailable.
+func (l *Limiter) ExtendActive(ctx context.Context, client, mailbox string, expiresAt time.Time) error {
+	args := []string{mailbox, strconv.FormatInt(expiresAt.UnixMilli(), 10)}
+	err := l.extend.Exec(ctx, l.client, []string{l.keys.active(client)}, args).Error()
+	if err != nil {
+		return fmt.Errorf("%w: extend: %w", ErrUnavailable, err)
+	}
+	return nil
+}
+
+// ClientKey turns a peer address into the limiter's client key: IPv4 (also
+// IPv4-mapped IPv6) as a dotted quad; IPv6 as its /64 prefix, e.g.
+// "2001:db8:1:2::/64", because one host usually owns a whole /64 and could
+// otherwise dodge every limit by rotating addresses. Zones are dropped.
+func ClientKey(ip netip.Addr) string {
+	ip = ip.Unmap().WithZone("")
+	if !ip.IsValid() || ip.Is4() {
+		return ip.String()
+	}
+	return netip.PrefixFrom(ip, 64).Masked().String()
+}
+
+func ceilSeconds(ms int64) time.Duration {
+	return time.Duration((ms+999)/1000) * time.Second
+}

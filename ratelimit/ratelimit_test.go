@@ -1,0 +1,666 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mayfly/mayfly/storage/storagetest"
+	"github.com/redis/rueidis"
+)
+
+const (
+	minute = time.Minute
+	hour   = time.Hour
+	day    = 24 * time.Hour
+)
+
+// newLimiter returns a Limiter on the test cluster under a prefix of its own.
+func newLimiter(t testing.TB, cfg Config) (*Limiter, rueidis.Client) {
+	t.Helper()
+	c := storagetest.Client(t)
+	cfg.KeyPrefix = storagetest.Prefix(t)
+	return New(c, cfg), c
+}
+
+// serverNow reads the Redis server clock the scripts use.
+func serverNow(t testing.TB, c rueidis.Client) time.Time {
+	t.Helper()
+	v, err := c.Do(context.Background(), c.B().Time().Build()).AsIntSlice()
+	if err != nil {
+		t.Fatalf("TIME: %v", err)
+	}
+	return time.Unix(v[0], v[1]*1000)
+}
+
+// untilReset is how long after now the fixed window of length span ends.
+func untilReset(now time.Time, span time.Duration) time.Duration {
+	return span - time.Duration(now.UnixNano()%int64(span))
+}
+
+// startWindow sleeps until the next window of length span begins on the
+// server clock, so a test owns a whole window and cannot straddle two.
+func startWindow(t testing.TB, c rueidis.Client, span time.Duration) {
+	t.Helper()
+	time.Sleep(untilReset(serverNow(t, c), span) + 5*time.Millisecond)
+}
+
+// roomInWindow makes sure at least need is left of the current window of
+// length span, waiting for the next one if not.
+func roomInWindow(t testing.TB, c rueidis.Client, span, need time.Duration) {
+	t.Helper()
+	if untilReset(serverNow(t, c), span) < need {
+		startWindow(t, c, span)
+	}
+}
+
+// retryBounds is the RetryAfter a call made between before and after must
+// report for a window of length span: time to its reset, rounded up to seconds.
+func retryBounds(before, after time.Time, span time.Duration) (lo, hi time.Duration) {
+	up := func(d time.Duration) time.Duration { return (d + time.Second - 1).Truncate(time.Second) }
+	return up(untilReset(after, span)), up(untilReset(before, span))
+}
+
+func TestDefaultsAreSpec(t *testing.T) {
+	got := New(nil, Config{}).Config()
+	want := Config{
+		KeyPrefix:             "mf",
+		RequestsPerSecond:     8,
+		CreatePerMinute:       5,
+		CreatePerHour:         10,
+		CreatePerDay:          20,
+		ActivePerClient:       5,
+		GlobalCreatePerMinute: 5000,
+	}
+	if got != want {
+		t.Fatalf("Config() = %+v, want %+v", got, want)
+	}
+	set := Config{KeyPrefix: "x", RequestsPerSecond: 1, CreatePerMinute: 2, CreatePerHour: 3,
+		CreatePerDay: 4, ActivePerClient: 5, GlobalCreatePerMinute: 6}
+	if got := New(nil, set).Config(); got != set {
+		t.Fatalf("Config() = %+v, want the values set %+v", got, set)
+	}
+}
+
+func TestAllowRequestEightPerSecond(t *testing.T) {
+	t.Parallel()
+	l, c := newLimiter(t, Config{})
+	ctx := context.Background()
+	startWindow(t, c, time.Second)
+	for i := range 8 {
+		d, err := l.AllowRequest(ctx, "192.0.2.1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := d, (Decision{Allowed: true}); got != want {
+			t.Fatalf("request %d: %+v, want %+v", i+1, got, want)
+		}
+	}
+	d, err := l.AllowRequest(ctx, "192.0.2.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := d, (Decision{Kind: KindRequest, RetryAfter: time.Second}); got != want {
+		t.Fatalf("request 9: %+v, want %+v", got, want)
+	}
+	// Another client has a window of its own.
+	if d, err := l.AllowRequest(ctx, "192.0.2.2"); err != nil || !d.Allowed {
+		t.Fatalf("other client: %+v, %v; want allowed", d, err)
+	}
+	startWindow(t, c, time.Second)
+	if d, err := l.AllowRequest(ctx, "192.0.2.1"); err != nil || !d.Allowed {
+		t.Fatalf("next second: %+v, %v; want allowed", d, err)
+	}
+}
+
+func TestAllowRequestConcurrent(t *testing.T) {
+	t.Parallel()
+	l, c := newLimiter(t, Config{})
+	startWindow(t, c, time.Second)
+	before := serverNow(t, c)
+	allowed := race(t, 50, func() (Decision, error) {
+		return l.AllowRequest(context.Background(), "2001:db8::/64")
+	})
+	if after := serverNow(t, c); after.Unix() != before.Unix() {
+		t.Fatalf("calls spanned seconds %d..%d; the count is meaningless", before.Unix(), after.Unix())
+	}
+	if got, want := allowed, 8; got != want {
+		t.Fatalf("50 racing requests admitted %d, want %d", got, want)
+	}
+}
+
+// race runs f n times at once and returns how many were allowed.
+func race(t *testing.T, n int, f func() (Decision, error)) int {
+	t.Helper()
+	var allowed atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	start := make(chan struct{})
+	for range n {
+		wg.Go(func() {
+			<-start
+			d, err := f()
+			if err != nil {
+				errs <- err
+				return
+			}
+			if d.Allowed {
+				allowed.Add(1)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	return int(allowed.Load())
+}
+
+func TestAllowRule(t *testing.T) {
+	t.Parallel()
+	l, c := newLimiter(t, Config{})
+	ctx := context.Background()
+	r := Rule{Name: "smtp-conn", Limit: 3, Window: 10 * time.Second}
+	roomInWindow(t, c, r.Window, 2*time.Second)
+	for i := range 3 {
+		if d, err := l.Allow(ctx, r, "198.51.100.7"); err != nil || !d.Allowed {
+			t.Fatalf("hit %d: %+v, %v; want allowed", i+1, d, err)
+		}
+	}
+	// A rule of another name counts apart.
+	other := Rule{Name: "smtp-rcpt", Limit: 1, Window: 10 * time.Second}
+	if d, err := l.Allow(ctx, other, "198.51.100.7"); err != nil || !d.Allowed {
+		t.Fatalf("other rule: %+v, %v; want allowed", d, err)
+	}
+	before := serverNow(t, c)
+	d, err := l.Allow(ctx, r, "198.51.100.7")
+	after := serverNow(t, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := d.Kind, Kind("smtp-conn"); d.Allowed || got != want {
+		t.Fatalf("hit 4: %+v, want refused with Kind %q", d, want)
+	}
+	if lo, hi := retryBounds(before, after, r.Window); d.RetryAfter < lo || d.RetryAfter > hi {
+		t.Fatalf("RetryAfter = %v, want in [%v, %v]", d.RetryAfter, lo, hi)
+	}
+}
+
+func TestAllowRuleInvalid(t *testing.T) {
+	l, _ := newLimiter(t, Config{})
+	for _, r := range []Rule{
+		{Name: "", Limit: 1, Window: time.Second},
+		{Name: "x", Limit: 0, Window: time.Second},
+		{Name: "x", Limit: -1, Window: time.Second},
+		{Name: "x", Limit: 1, Window: 0},
+		{Name: "x", Limit: 1, Window: time.Microsecond},
+	} {
+		if _, err := l.Allow(context.Background(), r, "192.0.2.1"); !errors.Is(err, ErrInvalid) {
+			t.Errorf("Allow(%+v) error = %v, want ErrInvalid", r, err)
+		}
+	}
+}
+
+// reserve is ReserveCreation that fails the test on error.
+func reserve(t *testing.T, l *Limiter, client, mailbox string, life time.Duration, valid bool) Decision {
+	t.Helper()
+	d, err := l.ReserveCreation(context.Background(), client, mailbox, life, valid)
+	if err != nil {
+		t.Fatalf("ReserveCreation(%s, %s): %v", client, mailbox, err)
+	}
+	return d
+}
+
+func TestCreationPerMinute(t *testing.T) {
+	t.Parallel()
+	l, c := newLimiter(t, Config{})
+	const ip = "192.0.2.10"
+	roomInWindow(t, c, minute, 10*time.Second)
+	// Invalid attempts count: 2 invalid + 3 valid use up the minute's 5.
+	for i := range 2 {
+		if got, want := reserve(t, l, ip, "", 0, false), (Decision{}); got != want {
+			t.Fatalf("invalid attempt %d: %+v, want %+v", i+1, got, want)
+		}
+	}
+	for i := range 3 {
+		if got, want := reserve(t, l, ip, fmt.Sprint("mb", i), 10*minute, true), (Decision{Allowed: true}); got != want {
+			t.Fatalf("valid attempt %d: %+v, want %+v", i+1, got, want)
+		}
+	}
+	before := serverNow(t, c)
+	d := reserve(t, l, ip, "mb9", 10*minute, true)
+	after := serverNow(t, c)
+	if d.Allowed || d.Kind != KindCreation {
+		t.Fatalf("6th attempt: %+v, want refused with Kind %q", d, KindCreation)
+	}
+	if lo, hi := retryBounds(before, after, minute); d.RetryAfter < lo || d.RetryAfter > hi || d.RetryAfter > minute {
+		t.Fatalf("RetryAfter = %v, want in [%v, %v]", d.RetryAfter, lo, hi)
+	}
+	// An invalid attempt stays a bad request even when the window is full.
+	if got, want := reserve(t, l, ip, "", 0, false), (Decision{}); got != want {
+		t.Fatalf("invalid attempt over the limit: %+v, want %+v", got, want)
+	}
+	// Refused attempts reserved nothing: only the 3 admitted hold slots.
+	if got, want := activeCount(t, c, l, ip), int64(3); got != want {
+		t.Fatalf("active slots = %d, want %d", got, want)
+	}
+}
+
+// activeCount reads how many slots the client's active ZSET holds.
+func activeCount(t *testing.T, c rueidis.Client, l *Limiter, client string) int64 {
+	t.Helper()
+	n, err := c.Do(context.Background(), c.B().Zcard().Key(l.keys.active(client)).Build()).AsInt64()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestCreationWindows(t *testing.T) {
+	t.Parallel()
+	const high = 1000
+	for _, tc := range []struct {
+		name       string
+		cfg        Config
+		admitted   int
+		blockedFor time.Duration // the window whose reset RetryAfter reports
+	}{
+		{"minute", Config{CreatePerMinute: 2, CreatePerHour: high, CreatePerDay: high}, 2, minute},
+		{"hour", Config{CreatePerMinute: high, CreatePerHour: 3, CreatePerDay: high}, 3, hour},
+		{"day", Config{CreatePerMinute: high, CreatePerHour: high, CreatePerDay: 3}, 3, day},
+		{"minute and hour: the longer wait", Config{CreatePerMinute: 2, CreatePerHour: 2, CreatePerDay: high}, 2, hour},
+		{"minute and day: the longer wait", Config{CreatePerMinute: 2, CreatePerHour: high, CreatePerDay: 2}, 2, day},
+		{"all three: the longest wait", Config{CreatePerMinute: 1, CreatePerHour: 1, CreatePerDay: 1}, 1, day},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.cfg.ActivePerClient = high
+			l, c := newLimiter(t, tc.cfg)
+			const ip = "192.0.2.20"
+			roomInWindow(t, c, minute, 5*time.Second)
+			for i := range tc.admitted {
+				if d := reserve(t, l, ip, fmt.Sprint("mb", i), 10*minute, true); !d.Allowed {
+					t.Fatalf("attempt %d: %+v, want allowed", i+1, d)
+				}
+			}
+			for i := range 2 { // refused attempts stay refused
+				before := serverNow(t, c)
+				d := reserve(t, l, ip, "over", 10*minute, true)
+				after := serverNow(t, c)
+				if d.Allowed || d.Kind != KindCreation {
+					t.Fatalf("attempt %d: %+v, want refused with Kind %q", tc.admitted+i+1, d, KindCreation)
+				}
+				if lo, hi := retryBounds(before, after, tc.blockedFor); d.RetryAfter < lo || d.RetryAfter > hi {
+					t.Fatalf("RetryAfter = %v, want in [%v, %v]", d.RetryAfter, lo, hi)
+				}
+			}
+		})
+	}
+}
+
+// TestCreationRefusedAttemptsCount shows attempts refused by one window still
+// count in the others: the spec counts failed attempts.
+func TestCreationRefusedAttemptsCount(t *testing.T) {
+	t.Parallel()
+	strict, c := newLimiter(t, Config{CreatePerMinute: 2, CreatePerHour: 100, CreatePerDay: 100, ActivePerClient: 100})
+	const ip = "192.0.2.30"
+	roomInWindow(t, c, hour, 10*time.Second)
+	for i := range 5 { // 2 admitted, 3 refused by the minute window
+		reserve(t, strict, ip, fmt.Sprint("mb", i), 10*minute, true)
+	}
+	// Same keys, an hour window of 5: the 5 attempts above used it up.
+	cfg := strict.Config()
+	cfg.CreatePerMinute, cfg.CreatePerHour = 100, 5
+	hourly := New(c, cfg)
+	before := serverNow(t, c)
+	d := reserve(t, hourly, ip, "mb5", 10*minute, true)
+	after := serverNow(t, c)
+	if d.Allowed || d.Kind != KindCreation {
+		t.Fatalf("6th attempt: %+v, want refused with Kind %q", d, KindCreation)
+	}
+	if lo, hi := retryBounds(before, after, hour); d.RetryAfter < lo || d.RetryAfter > hi {
+		t.Fatalf("RetryAfter = %v, want the hour window's reset in [%v, %v]", d.RetryAfter, lo, hi)
+	}
+}
+
+func TestActiveCap(t *testing.T) {
+	t.Parallel()
+	l, _ := newLimiter(t, Config{CreatePerMinute: 100, CreatePerHour: 100, CreatePerDay: 100})
+	const ip = "192.0.2.40"
+	for i := range 5 {
+		if d := reserve(t, l, ip, fmt.Sprint("mb", i), 10*minute, true); !d.Allowed {
+			t.Fatalf("reservation %d: %+v, want allowed", i+1, d)
+		}
+	}
+	if got, want := reserve(t, l, ip, "mb5", 10*minute, true), (Decision{Kind: KindActive}); got != want {
+		t.Fatalf("6th reservation: %+v, want %+v", got, want)
+	}
+	// Another client is not affected.
+	if d := reserve(t, l, "192.0.2.41", "other", 10*minute, true); !d.Allowed {
+		t.Fatalf("other client: %+v, want allowed", d)
+	}
+	ctx := context.Background()
+	if err := l.Release(ctx, ip, "mb0"); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(ctx, ip, "never-reserved"); err != nil {
+		t.Fatalf("Release of an unknown mailbox: %v", err)
+	}
+	// Extending a released slot must not bring it back.
+	if err := l.ExtendActive(ctx, ip, "mb0", time.Now().Add(hour)); err != nil {
+		t.Fatal(err)
+	}
+	if d := reserve(t, l, ip, "mb5", 10*minute, true); !d.Allowed {
+		t.Fatalf("after Release: %+v, want allowed", d)
+	}
+	if got, want := reserve(t, l, ip, "mb6", 10*minute, true), (Decision{Kind: KindActive}); got != want {
+		t.Fatalf("after refilling: %+v, want %+v", got, want)
+	}
+}
+
+func TestActiveExpiry(t *testing.T) {
+	t.Parallel()
+	l, _ := newLimiter(t, Config{CreatePerMinute: 100, CreatePerHour: 100, CreatePerDay: 100})
+	ctx := context.Background()
+	const (
+		expiring = "192.0.2.50"
+		extended = "192.0.2.51"
+		short    = 500 * time.Millisecond
+	)
+	// Both clients: four long slots plus one short-lived one, taken last so
+	// it cannot expire before the checks; the extended client moves the
+	// short slot's expiry an hour on.
+	for _, ip := range []string{expiring, extended} {
+		for i := range 4 {
+			reserve(t, l, ip, fmt.Sprint("long", i), 10*minute, true)
+		}
+		reserve(t, l, ip, "short", short, true)
+		if ip == extended {
+			if err := l.ExtendActive(ctx, ip, "short", time.Now().Add(hour)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got, want := reserve(t, l, ip, "more", 10*minute, true), (Decision{Kind: KindActive}); got != want {
+			t.Fatalf("%s before expiry: %+v, want %+v", ip, got, want)
+		}
+	}
+	time.Sleep(short + 100*time.Millisecond)
+	if d := reserve(t, l, expiring, "more", 10*minute, true); !d.Allowed {
+		t.Fatalf("after the short slot expired: %+v, want allowed", d)
+	}
+	if got, want := reserve(t, l, extended, "more", 10*minute, true), (Decision{Kind: KindActive}); got != want {
+		t.Fatalf("after extension: %+v, want %+v (the extended slot still counts)", got, want)
+	}
+}
+
+func TestReserveInvalidArguments(t *testing.T) {
+	l, _ := newLimiter(t, Config{})
+	for _, tc := range []struct {
+		mailbox string
+		life    time.Duration
+	}{{"", time.Minute}, {"mb", 0}, {"mb", -time.Second}} {
+		if _, err := l.ReserveCreation(context.Background(), "192.0.2.1", tc.mailbox, tc.life, true); !errors.Is(err, ErrInvalid) {
+			t.Errorf("ReserveCreation(%q, %v) error = %v, want ErrInvalid", tc.mailbox, tc.life, err)
+		}
+	}
+}
+
+func TestGlobalCreationConcurrent(t *testing.T) {
+	t.Parallel()
+	l, c := newLimiter(t, Config{GlobalCreatePerMinute: 20})
+	roomInWindow(t, c, minute, 10*time.Second)
+	if got, want := race(t, 100, func() (Decision, error) {
+		return l.AllowGlobalCreation(context.Background())
+	}), 20; got != want {
+		t.Fatalf("100 racing creations admitted %d, want %d", got, want)
+	}
+	before := serverNow(t, c)
+	d, err := l.AllowGlobalCreation(context.Background())
+	after := serverNow(t, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Allowed || d.Kind != KindGlobal {
+		t.Fatalf("over the cap: %+v, want refused with Kind %q", d, KindGlobal)
+	}
+	if lo, hi := retryBounds(before, after, minute); d.RetryAfter < lo || d.RetryAfter > hi {
+		t.Fatalf("RetryAfter = %v, want in [%v, %v]", d.RetryAfter, lo, hi)
+	}
+}
+
+func TestGlobalCreationSpecCap(t *testing.T) {
+	t.Parallel()
+	l, c := newLimiter(t, Config{})
+	roomInWindow(t, c, minute, 15*time.Second)
+	start := time.Now()
+	const calls, workers = 5100, 32
+	var allowed, refused atomic.Int64
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for range workers {
+		wg.Go(func() {
+			for next.Add(1) <= calls {
+				d, err := l.AllowGlobalCreation(context.Background())
+				switch {
+				case err != nil:
+					errs <- err
+					return
+				case d.Allowed:
+					allowed.Add(1)
+				case d.Kind == KindGlobal:
+					refused.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	t.Logf("%d calls in %v", calls, time.Since(start))
+	if got, want := allowed.Load(), int64(5000); got != want {
+		t.Fatalf("admitted %d of %d, want %d", got, calls, want)
+	}
+	if got, want := refused.Load(), int64(100); got != want {
+		t.Fatalf("refused %d with Kind global, want %d", got, want)
+	}
+}
+
+func TestClientKey(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"192.0.2.1", "192.0.2.1"},
+		{"::ffff:192.0.2.1", "192.0.2.1"},
+		{"2001:db8:1:2:3:4:5:6", "2001:db8:1:2::/64"},
+		{"2001:db8:1:2:ffff:ffff:ffff:ffff", "2001:db8:1:2::/64"},
+		{"2001:db8:1:3::1", "2001:db8:1:3::/64"},
+		{"fe80::1%eth0", "fe80::/64"},
+		{"::1", "::/64"},
+	} {
+		if got := ClientKey(netip.MustParseAddr(tc.in)); got != tc.want {
+			t.Errorf("ClientKey(%s) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// TestKeysExpire runs every operation and checks that each key it leaves has
+// a TTL, and that the TTLs end where the windows and slots do.
+func TestKeysExpire(t *testing.T) {
+	t.Parallel()
+	l, c := newLimiter(t, Config{})
+	ctx := context.Background()
+	const ip = "192.0.2.60"
+	check := func(op string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", op, err)
+		}
+		for _, k := range storagetest.Leftovers(t, l.cfg.KeyPrefix) {
+			ms, err := c.Do(ctx, c.B().Pttl().Key(k).Build()).AsInt64()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ms == -1 { // -2: expired since the scan, which is fine
+				t.Fatalf("after %s: key %s has no TTL", op, k)
+			}
+		}
+	}
+	expireAt := func(key string) time.Time {
+		t.Helper()
+		ms, err := c.Do(ctx, c.B().Pexpiretime().Key(key).Build()).AsInt64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return time.UnixMilli(ms)
+	}
+	roomInWindow(t, c, time.Second, 500*time.Millisecond)
+	now := serverNow(t, c)
+	_, err := l.AllowRequest(ctx, ip)
+	check("AllowRequest", err)
+	if got, want := expireAt(l.keys.request(ip)), now.Truncate(time.Second).Add(time.Second); !got.Equal(want) {
+		t.Errorf("request key expires at %v, want the end of its second %v", got, want)
+	}
+	_, err = l.Allow(ctx, Rule{Name: "conn", Limit: 1, Window: time.Minute}, ip)
+	check("Allow", err)
+	_, err = l.Allow(ctx, Rule{Name: "conn", Limit: 1, Window: time.Minute}, ip)
+	check("Allow refused", err)
+	_, err = l.ReserveCreation(ctx, ip, "", 0, false)
+	check("ReserveCreation invalid", err)
+	if got, want := expireAt(l.keys.creation(ip)), now.Truncate(day).Add(day); !got.Equal(want) {
+		t.Errorf("creation key expires at %v, want the end of the day window %v", got, want)
+	}
+	now = serverNow(t, c)
+	_, err = l.ReserveCreation(ctx, ip, "long", 10*minute, true)
+	check("ReserveCreation", err)
+	long := expireAt(l.keys.active(ip))
+	if lo, hi := now.Add(10*minute), serverNow(t, c).Add(10*minute); long.Before(lo.Truncate(time.Millisecond)) || long.After(hi) {
+		t.Errorf("active key expires at %v, want the slot's expiry in [%v, %v]", long, lo, hi)
+	}
+	_, err = l.ReserveCreation(ctx, ip, "short", minute, true)
+	check("ReserveCreation shorter", err)
+	if got := expireAt(l.keys.active(ip)); !got.Equal(long) {
+		t.Errorf("active key expires at %v after a shorter slot, want the longest slot's %v", got, long)
+	}
+	later := now.Add(30 * minute).Truncate(time.Millisecond)
+	check("ExtendActive", l.ExtendActive(ctx, ip, "short", later))
+	if got := expireAt(l.keys.active(ip)); !got.Equal(later) {
+		t.Errorf("active key expires at %v after extension, want %v", got, later)
+	}
+	check("Release", l.Release(ctx, ip, "short"))
+	if got := expireAt(l.keys.active(ip)); !got.Equal(long) {
+		t.Errorf("active key expires at %v after Release, want the remaining slot's %v", got, long)
+	}
+	check("Release last", l.Release(ctx, ip, "long"))
+	// With no slot left there is no ZSET; extending must not create one.
+	check("ExtendActive released", l.ExtendActive(ctx, ip, "long", later))
+	_, err = l.AllowGlobalCreation(ctx)
+	check("AllowGlobalCreation", err)
+
+	got := storagetest.Leftovers(t, l.cfg.KeyPrefix)
+	p := l.cfg.KeyPrefix
+	want := []string{ // the request key may already have expired
+		p + ":rl:{192.0.2.60}:create",
+		p + ":rl:{192.0.2.60}:r:conn",
+		p + ":rl:{192.0.2.60}:req",
+		p + ":rl:{global}:global-create",
+	}
+	if len(got) == 3 {
+		want = append(want[:2], want[3])
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("keys = %q, want %q (an empty active ZSET is gone)", got, want)
+	}
+}
+
+func TestUnavailable(t *testing.T) {
+	l, _ := newLimiter(t, Config{})
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	expired, cancel2 := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel2()
+	// A cluster client closes its connections in the background; a single
+	// client to one of its nodes is closed once Close returns.
+	var addr string
+	for addr = range l.client.Nodes() {
+		break
+	}
+	single, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, ForceSingleClient: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	single.Close()
+	closed := New(single, l.cfg)
+	for _, tc := range []struct {
+		name   string
+		l      *Limiter
+		ctx    context.Context
+		wantIs error
+	}{
+		{"cancelled context", l, cancelled, context.Canceled},
+		{"expired context", l, expired, context.DeadlineExceeded},
+		{"closed client", closed, context.Background(), rueidis.ErrClosing},
+	} {
+		ops := map[string]func() error{
+			"AllowRequest": func() error { _, err := tc.l.AllowRequest(tc.ctx, "192.0.2.1"); return err },
+			"Allow": func() error {
+				_, err := tc.l.Allow(tc.ctx, Rule{Name: "x", Limit: 1, Window: time.Second}, "192.0.2.1")
+				return err
+			},
+			"ReserveCreation": func() error {
+				_, err := tc.l.ReserveCreation(tc.ctx, "192.0.2.1", "mb", minute, true)
+				return err
+			},
+			"AllowGlobalCreation": func() error { _, err := tc.l.AllowGlobalCreation(tc.ctx); return err },
+			"Release":             func() error { return tc.l.Release(tc.ctx, "192.0.2.1", "mb") },
+			"ExtendActive":        func() error { return tc.l.ExtendActive(tc.ctx, "192.0.2.1", "mb", time.Now()) },
+		}
+		for op, f := range ops {
+			err := f()
+			if !errors.Is(err, ErrUnavailable) || !errors.Is(err, tc.wantIs) {
+				t.Errorf("%s: %s error = %v, want ErrUnavailable wrapping %v", tc.name, op, err, tc.wantIs)
+			}
+		}
+	}
+}
+
+func BenchmarkAllowRequest(b *testing.B) {
+	l, _ := newLimiter(b, Config{})
+	clients := make([]string, 1024)
+	for i := range clients {
+		clients[i] = ClientKey(netip.AddrFrom4([4]byte{10, 0, byte(i >> 8), byte(i)}))
+	}
+	ctx := context.Background()
+	b.Run("serial", func(b *testing.B) {
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			if _, err := l.AllowRequest(ctx, clients[i%len(clients)]); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
+	// Edge nodes serve many connections at once; rueidis pipelines them.
+	b.Run("parallel", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetParallelism(16)
+		var seq atomic.Int64
+		b.RunParallel(func(pb *testing.PB) {
+			i := int(seq.Add(1)) * 97
+			for pb.Next() {
+				if _, err := l.AllowRequest(ctx, clients[i%len(clients)]); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+	})
+}

@@ -322,7 +322,8 @@ func TestBodyTooLarge(t *testing.T) {
 	u := e.newUser("")
 	pad := func(n int) string { return `{"lifetime_minutes": 5` + strings.Repeat(" ", n) + `}` }
 	u.want(u.do("POST", "/mailboxes", pad(16<<10-30)), 201, "")
-	for _, n := range []int{16 << 10, 40 << 10, 1 << 20} {
+	// 70 KiB is past the transport bound too (4 × the limit): refused before routing.
+	for _, n := range []int{16 << 10, 40 << 10, 70 << 10} {
 		r := u.do("POST", "/mailboxes", pad(n))
 		u.want(r, 413, "BODY_TOO_LARGE")
 	}
@@ -341,6 +342,9 @@ func TestRoutingErrorsAndNoCORS(t *testing.T) {
 	u.want(r, 405, "METHOD_NOT_ALLOWED")
 	if got := r.header.Get("Allow"); got != "DELETE, GET, PATCH" {
 		t.Errorf("Allow = %q", got)
+	}
+	if got := u.do("GET", "/mailboxes", "").header.Get("Allow"); got != "POST" {
+		t.Errorf("Allow for /mailboxes = %q, want POST", got)
 	}
 	pre := u.do("OPTIONS", "/messages", "", "Origin", "https://evil.example", "Access-Control-Request-Method", "GET")
 	u.want(pre, 405, "METHOD_NOT_ALLOWED")

@@ -46,8 +46,13 @@ func (s *Server) routes() fasthttp.RequestHandler {
 	r.NotFound = s.wrap("not found", func(*fasthttp.RequestCtx, *call) error { return errRouteNotFound })
 	r.MethodNotAllowed = s.wrap("method not allowed", func(ctx *fasthttp.RequestCtx, _ *call) error {
 		// The router lists OPTIONS as allowed, but we answer it with 405 too.
-		allow := strings.ReplaceAll(string(ctx.Response.Header.Peek("Allow")), ", OPTIONS", "")
-		ctx.Response.Header.Set("Allow", allow)
+		var allow []string
+		for m := range strings.SplitSeq(string(ctx.Response.Header.Peek("Allow")), ",") {
+			if m = strings.TrimSpace(m); m != "" && m != fasthttp.MethodOptions {
+				allow = append(allow, m)
+			}
+		}
+		ctx.Response.Header.Set("Allow", strings.Join(allow, ", "))
 		return errMethodNotAllowed
 	})
 	return r.Handler

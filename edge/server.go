@@ -147,7 +147,9 @@ func (s *Server) handleTransportError(ctx *fasthttp.RequestCtx, err error) {
 		writeError(ctx, errBodyTooLarge.with(map[string]any{"limit_bytes": s.cfg.MaxBodyBytes}))
 		return
 	}
-	writeError(ctx, &apiError{status: 400, code: "INVALID_REQUEST", message: "The request could not be read."})
+	// Not HTTP we can read (a malformed request line, headers over the read
+	// buffer): no endpoint was reached, so no API error envelope either.
+	ctx.Error(fasthttp.StatusMessage(fasthttp.StatusBadRequest), fasthttp.StatusBadRequest)
 }
 
 const requestIDKey = "mayfly.request_id"

@@ -1,11 +1,15 @@
 package storage
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/redis/rueidis"
 )
 
 // EventType names what happened to a mailbox.
@@ -16,7 +20,11 @@ const (
 	EventMessage  EventType = "message"  // a message was delivered
 	EventExtended EventType = "extended" // the expiry moved later
 	EventDeleted  EventType = "deleted"  // the mailbox was destroyed
+	EventTakeover EventType = "takeover" // a new event stream opened; older ones end
 )
+
+// ErrStreamReplaced: a newer event stream of the mailbox took over.
+var ErrStreamReplaced = errors.New("storage: event stream replaced by a newer one")
 
 // Event is one pub/sub notification of a mailbox. Pub/sub is a wake-up, not
 // the record: the stream is, and a subscriber that may have missed events
@@ -25,6 +33,7 @@ type Event struct {
 	Type      EventType
 	Message   Summary   // EventMessage
 	ExpiresAt time.Time // EventExtended
+	Token     string    // EventTakeover: the token of the stream that took over
 }
 
 // Channel is the sharded pub/sub channel of the mailbox with tag; it hashes
@@ -41,6 +50,7 @@ func ParseEvent(payload []byte) (Event, error) {
 		Subject string    `json:"subject"`
 		Status  Status    `json:"status"`
 		Expires int64     `json:"expires"`
+		Token   string    `json:"token"`
 	}
 	if err := json.Unmarshal(payload, &raw); err != nil {
 		return Event{}, fmt.Errorf("storage: event: %w", err)
@@ -59,6 +69,127 @@ func ParseEvent(payload []byte) (Event, error) {
 		return Event{Type: raw.Type, ExpiresAt: msTime(raw.Expires)}, nil
 	case EventDeleted:
 		return Event{Type: raw.Type}, nil
+	case EventTakeover:
+		return Event{Type: raw.Type, Token: raw.Token}, nil
 	}
 	return Event{}, fmt.Errorf("storage: event: unknown type %q", raw.Type)
+}
+
+// StreamStart is where a new event stream begins.
+type StreamStart struct {
+	Mailbox Mailbox
+	LastID  string    // stream id of the last entry the stream has covered
+	Replay  []Summary // messages after Last-Event-ID, oldest first
+}
+
+// OpenStream validates session, makes token the mailbox's current event
+// stream (publishing a takeover so older streams end, on any node), and
+// returns where the stream starts: after the message lastEvent when it is a
+// message of this mailbox (replaying up to maxReplay messages after it), else
+// at the current end of the mailbox's stream.
+// Errors: ErrSessionInvalid, ErrUnavailable.
+func (s *Store) OpenStream(ctx context.Context, session Credential, token string, lastEvent uuid.UUID, maxReplay int) (StreamStart, error) {
+	last := ""
+	if lastEvent != uuid.Nil {
+		last = lastEvent.String()
+	}
+	res, err := s.scripts.streamOpen.Exec(ctx, s.client, s.keys.all(session.Tag), []string{
+		session.digest(), token, last, strconv.Itoa(maxReplay),
+	}).ToArray()
+	if err != nil {
+		return StreamStart{}, unavailable("open stream", err)
+	}
+	if code, _ := res[0].AsInt64(); code != 1 || len(res) < 7 {
+		return StreamStart{}, ErrSessionInvalid
+	}
+	m, err := parseMailbox(res[1:6])
+	if err != nil {
+		return StreamStart{}, unavailable("open stream", err)
+	}
+	st := StreamStart{Mailbox: m}
+	st.LastID, _ = res[6].ToString()
+	if st.Replay, err = parseEntries(res[7:]); err != nil {
+		return StreamStart{}, unavailable("open stream", err)
+	}
+	return st, nil
+}
+
+// ReadStream returns up to max messages after the stream entry afterID, for
+// the stream token of session's mailbox, with the mailbox's current expiry.
+// Errors: ErrSessionInvalid (the mailbox expired or was deleted),
+// ErrStreamReplaced, ErrUnavailable.
+func (s *Store) ReadStream(ctx context.Context, session Credential, token, afterID string, max int) ([]Summary, time.Time, error) {
+	t := session.Tag
+	res, err := s.scripts.streamRead.Exec(ctx, s.client, []string{s.keys.box(t), s.keys.msgs(t)}, []string{
+		session.digest(), token, afterID, strconv.Itoa(max),
+	}).ToArray()
+	if err != nil {
+		return nil, time.Time{}, unavailable("read stream", err)
+	}
+	switch code, _ := res[0].AsInt64(); {
+	case code == 2:
+		return nil, time.Time{}, ErrStreamReplaced
+	case code != 1 || len(res) < 2:
+		return nil, time.Time{}, ErrSessionInvalid
+	}
+	exp, err := res[1].AsInt64()
+	if err != nil {
+		return nil, time.Time{}, unavailable("read stream", err)
+	}
+	out, err := parseEntries(res[2:])
+	if err != nil {
+		return nil, time.Time{}, unavailable("read stream", err)
+	}
+	return out, msTime(exp), nil
+}
+
+func parseEntries(vals []rueidis.RedisMessage) ([]Summary, error) {
+	out := make([]Summary, 0, len(vals))
+	for i := range vals {
+		e, err := vals[i].AsXRangeEntry()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, parseSummary(e.ID, e.FieldValues))
+	}
+	return out, nil
+}
+
+// Subscribe delivers the events of the mailbox with tag until ctx ends, then
+// unsubscribes. onSubscribed runs each time the subscription is confirmed,
+// the first time and after every resubscription (a reconnect, a failover, a
+// slot migration): events published while it was down are lost, so the
+// caller re-reads the stream then. Both callbacks run on rueidis goroutines
+// shared with other work: they must not block.
+func (s *Store) Subscribe(ctx context.Context, tag string, onEvent func(Event), onSubscribed func()) error {
+	ch := s.keys.events(tag)
+	hook := rueidis.WithOnSubscriptionHook(ctx, func(sub rueidis.PubSubSubscription) {
+		if sub.Kind == "ssubscribe" && sub.Channel == ch {
+			onSubscribed()
+		}
+	})
+	backoff := 50 * time.Millisecond
+	for {
+		err := s.client.Receive(hook, s.client.B().Ssubscribe().Channel(ch).Build(), func(m rueidis.PubSubMessage) {
+			if ev, err := ParseEvent([]byte(m.Message)); err == nil {
+				onEvent(ev)
+			}
+		})
+		if ctx.Err() != nil {
+			// Receive returns when its context ends but leaves the server-side
+			// subscription in place: end it explicitly.
+			uctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			s.client.Do(uctx, s.client.B().Sunsubscribe().Channel(ch).Build())
+			cancel()
+			return nil
+		}
+		if err == nil {
+			backoff = 50 * time.Millisecond // the server unsubscribed us (slot moved): at once again
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 2*time.Second)
+	}
 }

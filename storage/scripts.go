@@ -14,6 +14,7 @@ var scriptFS embed.FS
 type scripts struct {
 	create, selectBox, current, extend, destroy   *rueidis.Lua
 	list, message, deleteMessage, deliver, exists *rueidis.Lua
+	streamOpen, streamRead                        *rueidis.Lua
 }
 
 func loadScripts() scripts {
@@ -32,6 +33,8 @@ func loadScripts() scripts {
 		deleteMessage: load("delete_message.lua"),
 		deliver:       load("deliver.lua"),
 		exists:        load("exists.lua"),
+		streamOpen:    load("stream_open.lua"),
+		streamRead:    load("stream_read.lua"),
 	}
 }
 

@@ -35,6 +35,8 @@ type env struct {
 	limiter *ratelimit.Limiter
 	client  rueidis.Client
 	prefix  string
+	srv     *edge.Server
+	opts    []option
 }
 
 type option func(*edge.Config, *ratelimit.Config)
@@ -47,7 +49,16 @@ func newEnv(t testing.TB, opts ...option) *env {
 // newEnvOn serves an edge node that uses client for Redis.
 func newEnvOn(t testing.TB, client rueidis.Client, opts ...option) *env {
 	t.Helper()
-	prefix := storagetest.Prefix(t)
+	return serveEnv(t, client, storagetest.Prefix(t), opts)
+}
+
+// sibling is a second edge node over the same Redis keys: another node of
+// the same cluster of stateless nodes, with its own Redis connections.
+func (e *env) sibling(t testing.TB) *env {
+	return serveEnv(t, storagetest.Client(t), e.prefix, e.opts)
+}
+
+func serveEnv(t testing.TB, client rueidis.Client, prefix string, opts []option) *env {
 	cfg := edge.Config{
 		Domains:        []string{"mayfly.test", "inbox.test"},
 		CookieInsecure: true, // the test jar talks plain HTTP
@@ -70,7 +81,7 @@ func newEnvOn(t testing.TB, client rueidis.Client, opts ...option) *env {
 		defer cancel()
 		srv.Shutdown(ctx)
 	})
-	return &env{t: t, base: "http://" + ln.Addr().String() + "/v1", store: store, limiter: limiter, client: client, prefix: prefix}
+	return &env{t: t, base: "http://" + ln.Addr().String() + "/v1", store: store, limiter: limiter, client: client, prefix: prefix, srv: srv, opts: opts}
 }
 
 // user is one API client with its own cookie jar. Its requests carry an

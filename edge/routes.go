@@ -42,6 +42,7 @@ func (s *Server) routes() fasthttp.RequestHandler {
 	v1.GET("/messages", s.wrap("GET /messages", s.handleListMessages))
 	v1.GET("/messages/{message_id}", s.wrap("GET /messages/{id}", s.handleGetMessage))
 	v1.DELETE("/messages/{message_id}", s.wrap("DELETE /messages/{id}", s.handleDeleteMessage))
+	v1.GET("/events", s.wrap("GET /events", s.handleEvents))
 
 	r.NotFound = s.wrap("not found", func(*fasthttp.RequestCtx, *call) error { return errRouteNotFound })
 	r.MethodNotAllowed = s.wrap("method not allowed", func(ctx *fasthttp.RequestCtx, _ *call) error {

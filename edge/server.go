@@ -17,6 +17,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/netip"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -38,6 +39,7 @@ type Mailboxes interface {
 	Messages(ctx context.Context, session storage.Credential, p storage.Page) ([]storage.Summary, bool, error)
 	Message(ctx context.Context, session storage.Credential, id uuid.UUID) (storage.Message, error)
 	DeleteMessage(ctx context.Context, session storage.Credential, id uuid.UUID) error
+	Events
 }
 
 // Limiter is what the edge needs from ratelimit; *ratelimit.Limiter satisfies
@@ -62,6 +64,8 @@ type Config struct {
 	ReadTimeout    time.Duration  // default 10 s
 	WriteTimeout   time.Duration  // default 10 s
 	IdleTimeout    time.Duration  // keep-alive idle limit; default 60 s
+	MaxStreams     int            // open event streams per node before 503 REQUEST_PROTECTION; default 20000
+	Heartbeat      time.Duration  // event-stream heartbeat interval; default 20 s
 }
 
 func (c Config) withDefaults() Config {
@@ -89,6 +93,12 @@ func (c Config) withDefaults() Config {
 	if c.IdleTimeout <= 0 {
 		c.IdleTimeout = 60 * time.Second
 	}
+	if c.MaxStreams <= 0 {
+		c.MaxStreams = 20000
+	}
+	if c.Heartbeat <= 0 {
+		c.Heartbeat = 20 * time.Second
+	}
 	return c
 }
 
@@ -101,11 +111,18 @@ type Server struct {
 	metrics  *Metrics
 	http     *fasthttp.Server
 	inFlight atomic.Int64
+
+	hub         *hub
+	streams     atomic.Int64 // open event streams, for MaxStreams
+	streamWG    sync.WaitGroup
+	stopStreams chan struct{} // closed by Shutdown: every stream ends
+	stopOnce    sync.Once
 }
 
 // New returns an edge server. metrics may be nil.
 func New(store Mailboxes, limiter Limiter, cfg Config, log *slog.Logger, metrics *Metrics) *Server {
-	s := &Server{store: store, limiter: limiter, cfg: cfg.withDefaults(), log: log, metrics: metrics}
+	s := &Server{store: store, limiter: limiter, cfg: cfg.withDefaults(), log: log, metrics: metrics,
+		hub: newHub(store), stopStreams: make(chan struct{})}
 	if s.metrics == nil {
 		s.metrics = NewMetrics(nil)
 	}
@@ -131,8 +148,20 @@ func New(store Mailboxes, limiter Limiter, cfg Config, log *slog.Logger, metrics
 // Serve accepts connections on ln until Shutdown.
 func (s *Server) Serve(ln net.Listener) error { return s.http.Serve(ln) }
 
-// Shutdown stops accepting, waits for requests in flight until ctx ends.
-func (s *Server) Shutdown(ctx context.Context) error { return s.http.ShutdownWithContext(ctx) }
+// Shutdown stops accepting, ends every event stream, and waits for requests
+// in flight until ctx ends.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.stopOnce.Do(func() { close(s.stopStreams) })
+	err := s.http.ShutdownWithContext(ctx)
+	done := make(chan struct{})
+	go func() { s.streamWG.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return err
+}
 
 // Handler returns the request handler (for tests that serve it themselves).
 func (s *Server) Handler() fasthttp.RequestHandler { return s.http.Handler }
@@ -189,3 +218,5 @@ func (p slogPrinter) Printf(format string, args ...any) {
 }
 
 func isBodyTooLarge(err error) bool { return errors.Is(err, fasthttp.ErrBodyTooLarge) }
+
+func isUnavailable(err error) bool { return errors.Is(err, storage.ErrUnavailable) }

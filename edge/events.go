@@ -1,0 +1,355 @@
+package edge
+
+import (
+	"bufio"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"math/rand/v2"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/mayfly/mayfly/storage"
+	"github.com/valyala/fasthttp"
+)
+
+// Events is what the event stream needs from storage; *storage.Store
+// satisfies it. Errors: storage.ErrSessionInvalid, storage.ErrStreamReplaced,
+// storage.ErrUnavailable.
+type Events interface {
+	OpenStream(ctx context.Context, session storage.Credential, token string, lastEvent uuid.UUID, maxReplay int) (storage.StreamStart, error)
+	ReadStream(ctx context.Context, session storage.Credential, token, afterID string, max int) ([]storage.Summary, time.Time, error)
+	Subscribe(ctx context.Context, tag string, onEvent func(storage.Event), onSubscribed func()) error
+}
+
+const (
+	streamRetryMS   = 3000 // the reconnect delay we suggest to clients
+	streamMaxReplay = 100  // messages replayed after Last-Event-ID, and per catch-up read
+	streamQueue     = 64   // signals a stream may have pending before it is cut off
+)
+
+// signal is what the hub hands a stream: an event, or "resubscribed".
+type signal struct {
+	event  storage.Event
+	resync bool
+}
+
+// hub holds one SSUBSCRIBE per mailbox that has open streams on this node,
+// and fans its events out to the streams. Its callbacks run on rueidis
+// goroutines that serve every command to that Redis node, so fan-out never
+// blocks: a stream whose queue is full is cut off instead.
+type hub struct {
+	events Events
+	mu     sync.Mutex
+	topics map[string]*topic
+}
+
+type topic struct {
+	streams map[*sseStream]struct{}
+	cancel  context.CancelFunc
+}
+
+func newHub(events Events) *hub {
+	return &hub{events: events, topics: map[string]*topic{}}
+}
+
+func (h *hub) join(tag string, st *sseStream) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	t := h.topics[tag]
+	if t == nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		t = &topic{streams: map[*sseStream]struct{}{}, cancel: cancel}
+		h.topics[tag] = t
+		go h.events.Subscribe(ctx, tag,
+			func(ev storage.Event) { h.fanout(tag, signal{event: ev}) },
+			func() { h.fanout(tag, signal{resync: true}) })
+	}
+	t.streams[st] = struct{}{}
+}
+
+// leave removes st; the last stream of a mailbox ends its subscription.
+func (h *hub) leave(tag string, st *sseStream) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	t := h.topics[tag]
+	if t == nil {
+		return
+	}
+	delete(t.streams, st)
+	if len(t.streams) == 0 {
+		t.cancel()
+		delete(h.topics, tag)
+	}
+}
+
+func (h *hub) fanout(tag string, sig signal) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if t := h.topics[tag]; t != nil {
+		for st := range t.streams {
+			select {
+			case st.signals <- sig:
+			default:
+				st.cut() // it cannot keep up: closed, never waited for
+			}
+		}
+	}
+}
+
+// sseStream is one open GET /events.
+type sseStream struct {
+	session storage.Credential
+	token   string
+	lastID  string // stream id of the last message sent (or covered at open)
+	expires time.Time
+	signals chan signal
+	cutOnce sync.Once
+	cutCh   chan struct{}
+}
+
+func (st *sseStream) cut() { st.cutOnce.Do(func() { close(st.cutCh) }) }
+
+func (s *Server) handleEvents(ctx *fasthttp.RequestCtx, c *call) error {
+	sess, err := session(ctx)
+	if err != nil {
+		return err
+	}
+	if n := s.streams.Add(1); n > int64(s.cfg.MaxStreams) {
+		s.streams.Add(-1)
+		return errProtection
+	}
+	opened := false
+	defer func() {
+		if !opened {
+			s.streams.Add(-1)
+		}
+	}()
+	var last uuid.UUID
+	if v := ctx.Request.Header.Peek("Last-Event-ID"); len(v) == 36 {
+		last, _ = uuid.ParseBytes(v)
+	}
+	var tok [16]byte
+	for i := range 2 {
+		v := rand.Uint64()
+		for j := range 8 {
+			tok[i*8+j] = byte(v >> (8 * j))
+		}
+	}
+	st := &sseStream{session: sess, token: hex.EncodeToString(tok[:]), signals: make(chan signal, streamQueue), cutCh: make(chan struct{})}
+	start, err := s.store.OpenStream(c.ctx, sess, st.token, last, streamMaxReplay)
+	if err != nil {
+		return err
+	}
+	st.lastID, st.expires = start.LastID, start.Mailbox.ExpiresAt
+	opened = true
+	rid := requestID(ctx)
+	// The stream outlives the handler: it runs on the hijacked connection in
+	// its own goroutine, free of fasthttp's buffers and write deadline.
+	ctx.HijackSetNoResponse(true)
+	ctx.Hijack(func(conn net.Conn) {
+		defer s.streams.Add(-1)
+		s.serveStream(conn, st, rid, start.Replay)
+	})
+	return nil
+}
+
+// serveStream writes the event stream until the client goes, the mailbox
+// expires or is deleted, a newer stream takes over, or the node shuts down.
+func (s *Server) serveStream(conn net.Conn, st *sseStream, rid string, replay []storage.Summary) {
+	s.streamWG.Add(1)
+	defer s.streamWG.Done()
+	defer conn.Close()
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("event stream panic", "request_id", rid, "err", p)
+		}
+	}()
+	tag := st.session.Tag
+	w := &sseWriter{conn: conn, w: bufio.NewWriterSize(conn, 1024), timeout: s.cfg.WriteTimeout}
+	conn.SetDeadline(time.Time{}) // fasthttp's read/write deadlines do not apply to a stream
+
+	w.header(rid)
+	w.chunk("retry: " + strconv.Itoa(streamRetryMS) + "\n\n")
+	for _, m := range replay {
+		w.message(m)
+	}
+	if w.flush() != nil {
+		return
+	}
+	s.hub.join(tag, st)
+	defer s.hub.leave(tag, st)
+	// Publications between the open script and join were missed: catch up.
+	if !s.catchUp(w, st) {
+		return
+	}
+
+	heartbeat := time.NewTicker(s.cfg.Heartbeat)
+	defer heartbeat.Stop()
+	expiry := time.NewTimer(time.Until(st.expires))
+	defer expiry.Stop()
+	for {
+		select {
+		case sig := <-st.signals:
+			if !s.handleSignal(w, st, sig, expiry) {
+				w.end()
+				return
+			}
+		case <-heartbeat.C:
+			w.chunk(": ping\n\n")
+			if w.flush() != nil {
+				return // the client is gone
+			}
+		case <-expiry.C:
+			// Expiry without a missed extension ends the stream; catchUp
+			// learns which it is and moves the deadline.
+			if !s.catchUp(w, st) {
+				w.end()
+				return
+			}
+			expiry.Reset(time.Until(st.expires))
+		case <-st.cutCh:
+			w.end()
+			return
+		case <-s.stopStreams:
+			w.end()
+			return
+		}
+	}
+}
+
+// handleSignal reacts to one hub signal; false ends the stream.
+func (s *Server) handleSignal(w *sseWriter, st *sseStream, sig signal, expiry *time.Timer) bool {
+	if sig.resync {
+		if !s.catchUp(w, st) {
+			return false
+		}
+		expiry.Reset(time.Until(st.expires))
+		return true
+	}
+	switch ev := sig.event; ev.Type {
+	case storage.EventMessage:
+		if streamIDAfter(ev.Message.StreamID, st.lastID) {
+			w.message(ev.Message)
+			st.lastID = ev.Message.StreamID
+			return w.flush() == nil
+		}
+	case storage.EventExtended:
+		st.expires = ev.ExpiresAt
+		expiry.Reset(time.Until(st.expires))
+	case storage.EventDeleted:
+		return false
+	case storage.EventTakeover:
+		return ev.Token == st.token
+	}
+	return true
+}
+
+// catchUp sends what the mailbox's stream holds after the last message sent,
+// and learns whether the stream may go on. A Redis failure keeps the stream
+// open: the next resubscription or expiry check tries again.
+func (s *Server) catchUp(w *sseWriter, st *sseStream) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RedisTimeout)
+	defer cancel()
+	for {
+		msgs, expires, err := s.store.ReadStream(ctx, st.session, st.token, st.lastID, streamMaxReplay)
+		if err != nil {
+			if isUnavailable(err) {
+				s.log.Warn("event stream catch-up", "err", err)
+				if time.Until(st.expires) <= 0 {
+					st.expires = time.Now().Add(time.Second) // look again soon
+				}
+				return true
+			}
+			return false // expired, deleted, or taken over
+		}
+		st.expires = expires
+		for _, m := range msgs {
+			w.message(m)
+			st.lastID = m.StreamID
+		}
+		if w.flush() != nil {
+			return false
+		}
+		if len(msgs) < streamMaxReplay {
+			return true
+		}
+	}
+}
+
+// streamIDAfter reports whether Redis stream id a ("ms-seq") is after b.
+func streamIDAfter(a, b string) bool {
+	am, as := splitStreamID(a)
+	bm, bs := splitStreamID(b)
+	return am > bm || am == bm && as > bs
+}
+
+func splitStreamID(id string) (uint64, uint64) {
+	ms, seq, _ := strings.Cut(id, "-")
+	m, _ := strconv.ParseUint(ms, 10, 64)
+	q, _ := strconv.ParseUint(seq, 10, 64)
+	return m, q
+}
+
+// sseWriter writes a chunked text/event-stream response on a raw connection.
+// The first write error sticks: later writes are no-ops and flush reports it.
+type sseWriter struct {
+	conn    net.Conn
+	w       *bufio.Writer
+	timeout time.Duration
+	err     error
+	buf     []byte
+}
+
+func (w *sseWriter) header(rid string) {
+	w.write("HTTP/1.1 200 OK\r\n" +
+		"Content-Type: text/event-stream\r\n" +
+		"Cache-Control: no-cache\r\n" +
+		"X-Accel-Buffering: no\r\n" +
+		"X-Content-Type-Options: nosniff\r\n" +
+		"X-Request-ID: " + rid + "\r\n" +
+		"Transfer-Encoding: chunked\r\n" +
+		"Connection: close\r\n\r\n")
+}
+
+func (w *sseWriter) write(s string) {
+	if w.err == nil {
+		_, w.err = w.w.WriteString(s)
+	}
+}
+
+// chunk writes s as one chunk of the chunked encoding.
+func (w *sseWriter) chunk(s string) {
+	w.write(strconv.FormatInt(int64(len(s)), 16) + "\r\n" + s + "\r\n")
+}
+
+// message writes one message.received event; data is the MessageSummary.
+func (w *sseWriter) message(m storage.Summary) {
+	data, _ := json.Marshal(viewSummary(m))
+	b := w.buf[:0]
+	b = append(b, "event: message.received\nid: "...)
+	b = append(b, m.ID.String()...)
+	b = append(b, "\ndata: "...)
+	b = append(b, data...)
+	b = append(b, "\n\n"...)
+	w.buf = b
+	w.chunk(string(b))
+}
+
+func (w *sseWriter) flush() error {
+	if w.err == nil {
+		w.conn.SetWriteDeadline(time.Now().Add(w.timeout))
+		w.err = w.w.Flush()
+	}
+	return w.err
+}
+
+// end closes the chunked body so the client sees a clean end of stream.
+func (w *sseWriter) end() {
+	w.write("0\r\n\r\n")
+	w.flush()
+}

@@ -1,0 +1,382 @@
+package edge_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mayfly/mayfly/edge"
+	"github.com/mayfly/mayfly/ratelimit"
+	"github.com/mayfly/mayfly/storage"
+)
+
+// sseEvent is one parsed event or comment of a stream.
+type sseEvent struct {
+	event, id, data, comment, retry string
+}
+
+// stream is an open GET /events read by a goroutine.
+type stream struct {
+	resp   *http.Response
+	events chan sseEvent
+	ended  chan struct{} // closed when the body ends (EOF or error)
+	mu     sync.Mutex
+	raw    strings.Builder
+}
+
+// openStream opens GET /events with u's jar; extra headers as pairs.
+func (u *user) openStream(headers ...string) (*stream, *result) {
+	u.e.t.Helper()
+	req, _ := http.NewRequest("GET", u.e.base+"/events", nil)
+	ip := u.ip
+	if ip == "" {
+		ip = randomIP()
+	}
+	req.Header.Set("X-Forwarded-For", ip)
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	hc := *u.hc
+	hc.Timeout = 0 // a stream lasts
+	resp, err := hc.Do(req)
+	if err != nil {
+		u.e.t.Fatalf("GET /events: %v", err)
+	}
+	if resp.StatusCode != 200 {
+		defer resp.Body.Close()
+		var raw strings.Builder
+		bufio.NewReader(resp.Body).WriteTo(&raw)
+		checkResponse(u.e.t, req, resp, []byte(raw.String()))
+		r := &result{status: resp.StatusCode, header: resp.Header, raw: []byte(raw.String())}
+		json.Unmarshal(r.raw, &r.body)
+		return nil, r
+	}
+	checkResponse(u.e.t, req, resp, nil)
+	s := &stream{resp: resp, events: make(chan sseEvent, 100), ended: make(chan struct{})}
+	u.e.t.Cleanup(func() { resp.Body.Close() })
+	go func() {
+		defer close(s.ended)
+		br := bufio.NewReader(resp.Body)
+		var ev sseEvent
+		for {
+			line, err := br.ReadString('\n')
+			s.mu.Lock()
+			s.raw.WriteString(line)
+			s.mu.Unlock()
+			if err != nil {
+				return
+			}
+			line = strings.TrimSuffix(line, "\n")
+			switch {
+			case line == "":
+				if ev != (sseEvent{}) {
+					s.events <- ev
+				}
+				ev = sseEvent{}
+			case strings.HasPrefix(line, ":"):
+				s.events <- sseEvent{comment: strings.TrimSpace(line[1:])}
+			default:
+				k, v, _ := strings.Cut(line, ": ")
+				switch k {
+				case "event":
+					ev.event = v
+				case "id":
+					ev.id = v
+				case "data":
+					ev.data = v
+				case "retry":
+					ev.retry = v
+				}
+			}
+		}
+	}()
+	return s, nil
+}
+
+// next returns the next event that is not a comment.
+func (s *stream) next(t *testing.T, within time.Duration) sseEvent {
+	t.Helper()
+	deadline := time.After(within)
+	for {
+		select {
+		case ev := <-s.events:
+			if ev.comment == "" && ev.retry == "" {
+				return ev
+			}
+		case <-s.ended:
+			select {
+			case ev := <-s.events:
+				if ev.comment == "" && ev.retry == "" {
+					return ev
+				}
+				continue
+			default:
+			}
+			t.Fatalf("stream ended while waiting for an event")
+		case <-deadline:
+			t.Fatalf("no event within %v", within)
+		}
+	}
+}
+
+// quiet asserts no event arrives within d.
+func (s *stream) quiet(t *testing.T, d time.Duration) {
+	t.Helper()
+	deadline := time.After(d)
+	for {
+		select {
+		case ev := <-s.events:
+			if ev.comment == "" && ev.retry == "" {
+				t.Fatalf("unexpected event %+v", ev)
+			}
+		case <-deadline:
+			return
+		}
+	}
+}
+
+// waitEnd asserts the server ends the stream within d.
+func (s *stream) waitEnd(t *testing.T, d time.Duration) {
+	t.Helper()
+	select {
+	case <-s.ended:
+	case <-time.After(d):
+		t.Fatalf("stream still open after %v", d)
+	}
+}
+
+func (s *stream) check(t *testing.T) {
+	s.mu.Lock()
+	raw := s.raw.String()
+	s.mu.Unlock()
+	checkResponse(t, s.resp.Request, s.resp, []byte(raw))
+}
+
+func assertMessageEvent(t *testing.T, ev sseEvent, want storage.Summary) {
+	t.Helper()
+	if ev.event != "message.received" || ev.id != want.ID.String() {
+		t.Fatalf("event %+v, want message.received id %s", ev, want.ID)
+	}
+	var data map[string]any
+	if err := json.Unmarshal([]byte(ev.data), &data); err != nil {
+		t.Fatalf("data %q: %v", ev.data, err)
+	}
+	for k, v := range map[string]string{"id": want.ID.String(), "from": want.From, "subject": want.Subject, "status": "ready",
+		"received_at": want.ReceivedAt.UTC().Format("2006-01-02T15:04:05.000Z07:00")} {
+		if data[k] != v {
+			t.Errorf("data.%s = %v, want %q", k, data[k], v)
+		}
+	}
+	if len(data) != 5 {
+		t.Errorf("data has %d fields, want the 5 of a MessageSummary: %s", len(data), ev.data)
+	}
+}
+
+func TestEventsDeliveredAndScoped(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	u, other := e.newUser(""), e.newUser("")
+	m := u.open()
+	om := other.open()
+	s, _ := u.openStream()
+	if ct := s.resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Errorf("Content-Type = %q", ct)
+	}
+	if s.resp.Header.Get("Cache-Control") != "no-cache" || s.resp.Header.Get("X-Accel-Buffering") != "no" {
+		t.Errorf("headers = %v", s.resp.Header)
+	}
+	first := <-s.events
+	if first.retry != "3000" {
+		t.Errorf("first field = %+v, want retry: 3000", first)
+	}
+	e.deliver(om["address"].(string), "not yours")
+	msg := e.deliver(m["address"].(string), "424242")
+	assertMessageEvent(t, s.next(t, 5*time.Second), msg)
+	s.quiet(t, 300*time.Millisecond)
+	// The spec's flow still works: the list has the message.
+	if r := u.do("GET", "/messages", ""); !strings.Contains(string(r.raw), msg.ID.String()) {
+		t.Errorf("list lacks the message: %s", r.raw)
+	}
+	s.check(t)
+}
+
+func TestEventsNeedSession(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(c *edge.Config, _ *ratelimit.Config) { c.MaxStreams = 1 })
+	u := e.newUser("")
+	_, r := u.openStream()
+	u.want(r, 401, "MAILBOX_SESSION_REQUIRED")
+	u.open()
+	s, _ := u.openStream()
+	v := e.newUser("")
+	v.open()
+	_, r = v.openStream()
+	u.want(r, 503, "REQUEST_PROTECTION")
+	if r.header.Get("Retry-After") != "1" {
+		t.Errorf("Retry-After = %q", r.header.Get("Retry-After"))
+	}
+	u.want(u.do("DELETE", "/mailboxes/current", ""), 204, "")
+	s.waitEnd(t, 2*time.Second)
+	_, r = u.openStream()
+	u.want(r, 401, "MAILBOX_SESSION_REQUIRED")
+}
+
+func TestEventsNewestWinsAcrossNodes(t *testing.T) {
+	t.Parallel()
+	a := newEnv(t)
+	b := a.sibling(t) // a second edge node on the same Redis keys
+	u := a.newUser("")
+	m := u.open()
+	first, _ := u.openStream()
+	<-first.events // retry
+	// The same jar reconnects through the other node.
+	ub := &user{e: b, hc: u.hc}
+	second, _ := ub.openStream()
+	first.waitEnd(t, time.Second)
+	msg := a.deliver(m["address"].(string), "to the newest")
+	assertMessageEvent(t, second.next(t, 5*time.Second), msg)
+	// And back: a third stream on node a ends the one on node b.
+	third, _ := u.openStream()
+	second.waitEnd(t, time.Second)
+	msg = a.deliver(m["address"].(string), "again")
+	assertMessageEvent(t, third.next(t, 5*time.Second), msg)
+}
+
+func TestEventsEndOnDeleteAndExpiry(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	u := e.newUser("")
+	u.open()
+	s, _ := u.openStream()
+	u.want(u.do("DELETE", "/mailboxes/current", ""), 204, "")
+	s.waitEnd(t, time.Second)
+
+	m, scoped, err := e.store.Create(context.Background(), storage.NewTag(), "mayfly.test", 1500*time.Millisecond, "o")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := e.newUser("")
+	v.hc.Jar.SetCookies(mustURL(e.base), []*http.Cookie{{Name: "mayfly_" + strings.ReplaceAll(m.ID.String(), "-", ""), Value: scoped.String(), Path: "/v1"}})
+	v.want(v.do("POST", "/mailboxes/"+m.ID.String()+"/select", ""), 200, "")
+	s2, _ := v.openStream()
+	select {
+	case <-s2.ended:
+		t.Fatal("stream ended before the mailbox expired")
+	case <-time.After(time.Until(m.ExpiresAt) - 300*time.Millisecond):
+	}
+	s2.waitEnd(t, time.Until(m.ExpiresAt)+time.Second)
+}
+
+func TestEventsExtensionMovesDeadline(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	m, scoped, err := e.store.Create(context.Background(), storage.NewTag(), "mayfly.test", 1500*time.Millisecond, "o")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := e.newUser("")
+	v.hc.Jar.SetCookies(mustURL(e.base), []*http.Cookie{{Name: "mayfly_" + strings.ReplaceAll(m.ID.String(), "-", ""), Value: scoped.String(), Path: "/v1"}})
+	v.want(v.do("POST", "/mailboxes/"+m.ID.String()+"/select", ""), 200, "")
+	s, _ := v.openStream()
+	v.want(v.do("PATCH", "/mailboxes/current", `{"extension_minutes": 1}`), 200, "")
+	select {
+	case <-s.ended:
+		t.Fatal("stream ended at the old expiry despite the extension")
+	case <-time.After(time.Until(m.ExpiresAt) + time.Second):
+	}
+}
+
+func TestEventsHeartbeat(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(c *edge.Config, _ *ratelimit.Config) { c.Heartbeat = 100 * time.Millisecond })
+	u := e.newUser("")
+	u.open()
+	s, _ := u.openStream()
+	pings := 0
+	deadline := time.After(2 * time.Second)
+	for pings < 3 {
+		select {
+		case ev := <-s.events:
+			if ev.comment == "ping" {
+				pings++
+			}
+		case <-deadline:
+			t.Fatalf("%d heartbeats in 2 s at a 100 ms interval", pings)
+		}
+	}
+}
+
+func TestEventsReplayAfterLastEventID(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	u := e.newUser("")
+	m := u.open()
+	addr := m["address"].(string)
+	seen := e.deliver(addr, "seen")
+	missed1 := e.deliver(addr, "missed 1")
+	missed2 := e.deliver(addr, "missed 2")
+	s, _ := u.openStream("Last-Event-ID", seen.ID.String())
+	assertMessageEvent(t, s.next(t, 2*time.Second), missed1)
+	assertMessageEvent(t, s.next(t, 2*time.Second), missed2)
+	s.quiet(t, 300*time.Millisecond)
+	live := e.deliver(addr, "live")
+	assertMessageEvent(t, s.next(t, 5*time.Second), live)
+
+	// An unknown Last-Event-ID replays nothing: the stream starts now.
+	s2, _ := u.openStream("Last-Event-ID", "00000000-0000-4000-8000-000000000000")
+	s2.quiet(t, 300*time.Millisecond)
+	s2.check(t)
+}
+
+func TestEventsReconnectsAreRateLimited(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	u := e.newUser("203.0.113.77")
+	u.open()
+	e.awaitWindow(time.Second, 500*time.Millisecond)
+	var limited int
+	for range 9 {
+		s, r := u.openStream()
+		if r != nil {
+			if r.status == 429 && r.code() == "RATE_LIMITED" {
+				limited++
+			} else {
+				t.Fatalf("reconnect: %d %s", r.status, r.raw)
+			}
+		} else {
+			s.resp.Body.Close()
+		}
+	}
+	if limited != 1 {
+		t.Errorf("%d of 9 reconnects in one second were limited, want 1 (8 per second)", limited)
+	}
+}
+
+func TestShutdownEndsStreams(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	var streams []*stream
+	for range 5 {
+		u := e.newUser("")
+		u.open()
+		s, _ := u.openStream()
+		streams = append(streams, s)
+	}
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := e.srv.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("Shutdown with open streams took %v", d)
+	}
+	for _, s := range streams {
+		s.waitEnd(t, time.Second)
+	}
+}

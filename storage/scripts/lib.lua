@@ -2,7 +2,8 @@
 -- Box hash fields: id (uuid), a (address), c (created ms), e (expires ms),
 -- x (max expires ms), k (sha256 hex of the mailbox-scoped secret), o (owner,
 -- the creator's rate-limit client key), n (message count), b (stored bytes),
--- sn (session count), s:<sha256 hex> (one field per session: issued ms),
+-- sn (session count), sq (sessions ever issued), s:<sha256 hex> (one field
+-- per session: its sequence number),
 -- st (token of the mailbox's current event stream).
 
 local function now_ms()

@@ -10,7 +10,10 @@ if not f[1] or tonumber(f[4]) <= now then return {0} end
 local ok_id = ct_equal(f[1], ARGV[1])
 local ok_key = ct_equal(f[6], ARGV[2])
 if not (ok_id and ok_key) then return {2} end
-redis.call('HSET', KEYS[1], 's:' .. ARGV[3], now)
+-- Sessions are numbered, not timed: two selects in one millisecond still
+-- have an order for revoking the oldest.
+local seq = redis.call('HINCRBY', KEYS[1], 'sq', 1)
+redis.call('HSET', KEYS[1], 's:' .. ARGV[3], seq)
 local sn = redis.call('HINCRBY', KEYS[1], 'sn', 1)
 if sn > tonumber(ARGV[4]) then
   -- Bound the sessions a mailbox keeps: the oldest one is revoked.

@@ -1,0 +1,46 @@
+# Mayfly. Everything here runs on a fresh Debian machine with Go: the scripts
+# in deploy/ install what else they need (deploy/install-deps.sh).
+
+# What `make run` starts: edge (HTTP only) or all (HTTP + SMTP ingest).
+RUN_MODE ?= edge
+
+# staticcheck runs from the module proxy at a pinned version, so it stays out
+# of go.mod. v0.8.2 is staticcheck 2026.2.2, checked against Go 1.26.
+STATICCHECK_VERSION ?= v0.8.2
+
+GO ?= go
+
+.PHONY: build run test lint cluster-up cluster-down clean
+
+build:
+	$(GO) build -o bin/mayfly ./cmd/mayfly
+
+run:
+	MAYFLY_RUN_MODE=$(RUN_MODE) bash deploy/run.sh
+
+# Starts a private Redis Cluster, runs every test with -race against it and
+# always tears the cluster down. Narrow it with `make test PKGS=./storage/...`
+# or add flags with GOTESTFLAGS='-run TestX -v'.
+PKGS ?= ./...
+test:
+	bash deploy/test.sh $(PKGS)
+
+lint:
+	@files=$$(find . -name '*.go' -not -path './.git/*' -not -path '*/testdata/*' -not -path './bin/*'); \
+	unformatted=$$([ -z "$$files" ] || gofmt -l $$files); \
+	if [ -n "$$unformatted" ]; then echo "gofmt -l: these files need gofmt -w:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+
+# A cluster for running tests by hand:
+#   make cluster-up && MAYFLY_TEST_REDIS_ADDRS=$$(deploy/cluster.sh addrs) go test ./storage/...
+cluster-up:
+	bash deploy/install-deps.sh
+	bash deploy/cluster.sh up
+
+cluster-down:
+	bash deploy/cluster.sh down
+
+clean:
+	rm -rf bin
+	rm -f jar *.out *.prof *.test

@@ -1,0 +1,222 @@
+#!/usr/bin/env bash
+# cluster.sh up|down|addrs — a throwaway 3-master Redis Cluster on loopback for
+# tests and local runs. Nothing is saved to disk that outlives `down`.
+#
+# Where the cluster lives:
+#   MAYFLY_CLUSTER_DIR set:   that directory holds the nodes' data, pidfiles,
+#                             logs and the addrs file. Use this when several
+#                             clusters may be up at once (make test does).
+#   MAYFLY_CLUSTER_DIR unset: `up` makes a fresh temp dir and records its path
+#                             in .cluster/state in the repo, which `down` and
+#                             `addrs` read.
+#
+# `up` prints the comma-separated addresses on stdout (progress goes to
+# stderr). `down` stops every node it can find in the dir (pidfiles and
+# recorded ports, so a half-finished `up` is cleaned too) and removes the dir.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/.." && pwd)
+# shellcheck source=deploy/lib.sh
+. "$here/lib.sh"
+
+NODES=3
+state_file="$repo/.cluster/state"
+
+usage() { die "usage: $0 up|down|addrs"; }
+
+# cluster_dir: the dir of the current cluster, or nothing.
+cluster_dir() {
+	if [[ -n ${MAYFLY_CLUSTER_DIR:-} ]]; then
+		printf '%s\n' "$MAYFLY_CLUSTER_DIR"
+	elif [[ -s $state_file ]]; then
+		cat "$state_file"
+	fi
+}
+
+# node_pids DIR: the pid of every node of the cluster in DIR that is still
+# alive, found through its pidfile or, if the pidfile was never written,
+# through a recorded port whose server runs in DIR.
+node_pids() {
+	local dir=$1 f pid port
+	{
+		for f in "$dir"/redis-*.pid; do
+			[[ -f $f ]] && cat "$f"
+		done
+		if [[ -f $dir/ports ]]; then
+			while read -r port; do
+				[[ -n $port ]] && redis_info_field "$port" process_id
+			done <"$dir/ports"
+		fi
+	} | sort -u | while read -r pid; do
+		pid_in_dir "$pid" "$dir" && printf '%s\n' "$pid"
+	done
+	return 0
+}
+
+cmd_down() {
+	local dir pid
+	dir=$(cluster_dir)
+	if [[ -z $dir ]]; then
+		log "no cluster recorded; nothing to stop"
+		return 0
+	fi
+	if [[ -d $dir ]]; then
+		# Stop them in parallel: each takes a moment to exit.
+		for pid in $(node_pids "$dir"); do
+			stop_pid "$pid" "$dir" &
+		done
+		wait
+		rm -rf -- "$dir"
+	fi
+	if [[ -z ${MAYFLY_CLUSTER_DIR:-} ]]; then
+		rm -f -- "$state_file"
+	fi
+	log "cluster in $dir is down"
+}
+
+cmd_addrs() {
+	local dir
+	dir=$(cluster_dir)
+	[[ -n $dir && -s $dir/addrs ]] || die "no cluster is up (run: $0 up)"
+	cat "$dir/addrs"
+}
+
+# cluster_alive DIR: every recorded node still runs.
+cluster_alive() {
+	local dir=$1
+	[[ -s $dir/addrs ]] || return 1
+	[[ $(node_pids "$dir" | wc -l) -eq $NODES ]]
+}
+
+# start_node DIR: starts one cluster node on a free port (retrying when it
+# loses a port to someone else) and prints its port.
+start_node() {
+	local dir=$1 port pidfile pid tries i
+	for ((tries = 0; tries < 20; tries++)); do
+		port=$(random_port bus)
+		pidfile="$dir/redis-$port.pid"
+		# Record the port before starting so `down` finds the node even if we
+		# are stopped before its pidfile exists.
+		printf '%s\n' "$port" >>"$dir/ports"
+		redis-server \
+			--port "$port" --bind 127.0.0.1 \
+			--cluster-enabled yes --cluster-config-file "nodes-$port.conf" \
+			--cluster-node-timeout 5000 \
+			--save '' --appendonly no \
+			--daemonize yes --dir "$dir" \
+			--pidfile "$pidfile" --logfile "$dir/redis-$port.log" \
+			</dev/null >/dev/null 2>&1 || true
+		pid=
+		for ((i = 0; i < 50; i++)); do
+			[[ -s $pidfile ]] && pid=$(cat "$pidfile") && break
+			sleep 0.1
+		done
+		if [[ -n $pid ]] && wait_redis "$port" "$pid"; then
+			printf '%s\n' "$port"
+			return 0
+		fi
+		log "node on port $port did not start (port taken?); trying another"
+		[[ -n $pid ]] && stop_pid "$pid" "$dir"
+		rm -f -- "$pidfile"
+	done
+	die "could not start a redis-server; logs in $dir"
+}
+
+# wait_cluster_ok PORT...: waits until every node sees all slots served and
+# all nodes known, which is what a client's first CLUSTER SLOTS needs.
+wait_cluster_ok() {
+	local port info ok i
+	for ((i = 0; i < 300; i++)); do
+		ok=1
+		for port in "$@"; do
+			info=$(redis-cli -h 127.0.0.1 -p "$port" cluster info 2>/dev/null | tr -d '\r')
+			if ! grep -qx 'cluster_state:ok' <<<"$info" ||
+				! grep -qx 'cluster_slots_ok:16384' <<<"$info" ||
+				! grep -qx "cluster_known_nodes:$#" <<<"$info"; then
+				ok=
+				break
+			fi
+		done
+		[[ -n $ok ]] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# up_failed: the EXIT trap of `up` until the cluster is ready.
+up_failed() {
+	local rc=$?
+	trap - EXIT INT TERM
+	if ((rc != 0)); then
+		log "up failed; cleaning up"
+		MAYFLY_CLUSTER_DIR=$up_dir cmd_down
+		[[ -n ${MAYFLY_CLUSTER_DIR:-} ]] || rm -f -- "$state_file"
+	fi
+	exit "$rc"
+}
+
+cmd_up() {
+	local dir addrs port n ports=() hostports=()
+	if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then
+		die "redis-server and redis-cli are needed: run deploy/install-deps.sh"
+	fi
+
+	dir=$(cluster_dir)
+	# An empty MAYFLY_CLUSTER_DIR made by the caller is not a stale cluster.
+	if [[ -n $dir && -e $dir/ports ]]; then
+		if cluster_alive "$dir"; then
+			log "cluster already up in $dir"
+			cat "$dir/addrs"
+			return 0
+		fi
+		log "clearing a stale cluster in $dir"
+		cmd_down
+	fi
+
+	if [[ -n ${MAYFLY_CLUSTER_DIR:-} ]]; then
+		dir=$MAYFLY_CLUSTER_DIR
+		mkdir -p -- "$dir"
+	else
+		dir=$(mktemp -d "${TMPDIR:-/tmp}/mayfly-cluster.XXXXXX")
+		mkdir -p -- "$(dirname "$state_file")"
+		printf '%s\n' "$dir" >"$state_file"
+	fi
+	dir=$(cd "$dir" && pwd)
+
+	# A failed or interrupted `up` leaves nothing running.
+	up_dir=$dir
+	trap up_failed EXIT
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+
+	for ((n = 0; n < NODES; n++)); do
+		port=$(start_node "$dir")
+		ports+=("$port")
+		hostports+=("127.0.0.1:$port")
+	done
+	# Only the ports that made it: `down` must not chase the ones we gave up.
+	printf '%s\n' "${ports[@]}" >"$dir/ports"
+
+	redis-cli --cluster create "${hostports[@]}" --cluster-replicas 0 --cluster-yes \
+		>"$dir/create.log" 2>&1 ||
+		die "redis-cli --cluster create failed: $(tail -n 5 "$dir/create.log")"
+	wait_cluster_ok "${ports[@]}" ||
+		die "cluster did not reach cluster_state:ok within 30 s; logs in $dir"
+
+	addrs=$(
+		IFS=,
+		printf '%s' "${hostports[*]}"
+	)
+	printf '%s\n' "$addrs" >"$dir/addrs"
+	trap - EXIT INT TERM
+	log "cluster up in $dir"
+	printf '%s\n' "$addrs"
+}
+
+case ${1:-} in
+up) cmd_up ;;
+down) cmd_down ;;
+addrs) cmd_addrs ;;
+*) usage ;;
+esac

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# install-deps.sh — installs the Debian packages that `make test` and
+# `make run` need beyond Go itself: redis-server, redis-tools (redis-cli) and
+# swaks. Does nothing when they are all present, so it is cheap to run first
+# thing in every script.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=deploy/lib.sh
+. "$here/lib.sh"
+
+command -v go >/dev/null || die "Go is not on PATH; install Go (see go.mod for the version) first"
+
+missing=()
+command -v redis-server >/dev/null || missing+=(redis-server)
+command -v redis-cli >/dev/null || missing+=(redis-tools)
+command -v swaks >/dev/null || missing+=(swaks)
+((${#missing[@]} == 0)) && exit 0
+
+apt_cmd="apt-get update && apt-get install -y --no-install-recommends ${missing[*]}"
+if [[ $(id -u) -ne 0 ]]; then
+	die "missing packages: ${missing[*]}. Install them as root: sudo sh -c '$apt_cmd'"
+fi
+command -v apt-get >/dev/null || die "missing packages: ${missing[*]}, and apt-get is not available to install them"
+
+log "installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+# The package's own redis service (port 6379) is not used: every script starts
+# its own servers on free ports.
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+for c in redis-server redis-cli swaks; do
+	command -v "$c" >/dev/null || die "$c still missing after installing ${missing[*]}"
+done

@@ -1,0 +1,88 @@
+# shellcheck shell=bash
+# Helpers sourced by the deploy/ scripts. Not meant to be run on its own.
+
+# Loopback ports are drawn from LOW..HIGH: with the cluster bus at port+10000
+# both stay below Linux's ephemeral range (32768+), so an outgoing connection
+# of some other program never holds the port we are about to bind.
+MAYFLY_PORT_LOW=${MAYFLY_PORT_LOW:-15000}
+MAYFLY_PORT_HIGH=${MAYFLY_PORT_HIGH:-22000}
+
+log() { printf '%s: %s\n' "${0##*/}" "$*" >&2; }
+die() { log "$*"; exit 1; }
+
+# port_in_use PORT: true when something accepts connections on 127.0.0.1:PORT.
+port_in_use() {
+	(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+# random_port: a port in range that nothing listens on, together with
+# port+10000 when $1 is "bus". Only a hint: the caller must still cope with
+# losing a race for it (redis-server then exits and the caller picks again).
+# Drawing at random keeps concurrent runs on one machine (several developers,
+# a test and a `make run`) from reaching for the same ports.
+random_port() {
+	local want_bus=${1:-} span=$((MAYFLY_PORT_HIGH - MAYFLY_PORT_LOW)) p i
+	for ((i = 0; i < 200; i++)); do
+		p=$((MAYFLY_PORT_LOW + (RANDOM * 32768 + RANDOM) % span))
+		port_in_use "$p" && continue
+		if [[ $want_bus == bus ]] && port_in_use $((p + 10000)); then
+			continue
+		fi
+		printf '%s\n' "$p"
+		return 0
+	done
+	die "no free loopback port found in $MAYFLY_PORT_LOW-$MAYFLY_PORT_HIGH"
+}
+
+# redis_info_field PORT FIELD: one field of INFO from the server on PORT.
+redis_info_field() {
+	redis-cli -h 127.0.0.1 -p "$1" info 2>/dev/null | tr -d '\r' | sed -n "s/^$2://p"
+}
+
+# pid_alive PID: true while PID runs. A zombie counts as gone: daemonized
+# servers are reparented to pid 1, which may take seconds to reap them.
+pid_alive() {
+	local stat
+	stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+	stat=${stat##*) }
+	[[ -n $stat && ${stat%% *} != Z ]]
+}
+
+# pid_in_dir PID DIR: true when PID is alive and its working directory is DIR.
+# redis-server chdirs to its --dir, so this tells our servers apart from any
+# other process that happens to reuse a recorded pid or port.
+pid_in_dir() {
+	[[ -n $1 ]] && pid_alive "$1" &&
+		[[ $(readlink "/proc/$1/cwd" 2>/dev/null) == "$(readlink -f "$2")" ]]
+}
+
+# stop_pid PID DIR: SIGTERM (redis shuts down without saving: --save ''), then
+# SIGKILL if it is still there after 10 s. Only touches a process in DIR.
+stop_pid() {
+	local pid=$1 dir=$2 i
+	pid_in_dir "$pid" "$dir" || return 0
+	kill -TERM "$pid" 2>/dev/null || return 0
+	for ((i = 0; i < 100; i++)); do
+		pid_alive "$pid" || return 0
+		sleep 0.05
+	done
+	log "redis-server pid $pid ignored SIGTERM; killing it"
+	kill -KILL "$pid" 2>/dev/null || true
+}
+
+# wait_redis PORT PID: waits until the redis-server with PID answers on
+# PORT. Fails when the process exits first (usually: lost the port to someone
+# else) or does not answer within 10 s.
+wait_redis() {
+	local port=$1 pid=$2 i
+	for ((i = 0; i < 100; i++)); do
+		if [[ -n $pid ]] && ! pid_alive "$pid"; then
+			return 1
+		fi
+		if [[ -n $pid && $(redis_info_field "$port" process_id) == "$pid" ]]; then
+			return 0
+		fi
+		sleep 0.1
+	done
+	return 1
+}

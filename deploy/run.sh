@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# run.sh — `make run`: Mayfly on this machine with a private standalone Redis.
+#
+# Starts one redis-server on a free loopback port with its data in a temp dir,
+# builds bin/mayfly and runs `bin/mayfly $MAYFLY_RUN_MODE` (default edge) in
+# the foreground on the ports the README promises: HTTP 127.0.0.1:8080, SMTP
+# 127.0.0.1:2525, admin 127.0.0.1:9090. Ctrl-C (or SIGTERM) stops Mayfly, then
+# the Redis, and removes the temp dir.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/.." && pwd)
+# shellcheck source=deploy/lib.sh
+. "$here/lib.sh"
+
+mode=${MAYFLY_RUN_MODE:-edge}
+http_addr=127.0.0.1:8080
+smtp_addr=127.0.0.1:2525
+admin_addr=127.0.0.1:9090
+
+bash "$here/install-deps.sh"
+
+# Fail before starting anything when the fixed ports are taken: the usual
+# cause is another `make run` still going.
+for addr in "$http_addr" "$smtp_addr" "$admin_addr"; do
+	port_in_use "${addr##*:}" && die "$addr is already in use (another make run?)"
+done
+
+make -C "$repo" --no-print-directory build
+
+dir=$(mktemp -d "${TMPDIR:-/tmp}/mayfly-run.XXXXXX")
+redis_pid=
+mayfly_pid=
+
+cleanup() {
+	local rc=$?
+	trap - EXIT INT TERM
+	if [[ -n $mayfly_pid ]] && kill -0 "$mayfly_pid" 2>/dev/null; then
+		kill -TERM "$mayfly_pid" 2>/dev/null || true
+		wait "$mayfly_pid" 2>/dev/null || true
+	fi
+	if [[ -n $redis_pid ]]; then
+		kill -TERM "$redis_pid" 2>/dev/null || true
+		wait "$redis_pid" 2>/dev/null || true
+	fi
+	rm -rf -- "$dir"
+	log "stopped; removed $dir"
+	exit "$rc"
+}
+trap cleanup EXIT
+# Forward the signal so Mayfly shuts down gracefully: a background child of a
+# non-interactive shell does not get the terminal's Ctrl-C by itself.
+on_signal() {
+	local sig=$1 code=$2
+	if [[ -n $mayfly_pid ]]; then
+		kill -"$sig" "$mayfly_pid" 2>/dev/null || true
+		wait "$mayfly_pid" 2>/dev/null || true
+	fi
+	exit "$code"
+}
+trap 'on_signal INT 130' INT
+trap 'on_signal TERM 143' TERM
+
+for ((tries = 0; tries < 20; tries++)); do
+	redis_port=$(random_port)
+	# A child, not a daemon: it cannot outlive this script unnoticed, and it
+	# ignores the terminal's Ctrl-C, so it stops only after Mayfly has.
+	redis-server --port "$redis_port" --bind 127.0.0.1 \
+		--save '' --appendonly no --dir "$dir" \
+		--logfile "$dir/redis.log" </dev/null >/dev/null 2>&1 &
+	redis_pid=$!
+	wait_redis "$redis_port" "$redis_pid" && break
+	log "redis-server on port $redis_port did not start (port taken?); trying another"
+	kill -TERM "$redis_pid" 2>/dev/null || true
+	wait "$redis_pid" 2>/dev/null || true
+	redis_pid=
+done
+[[ -n $redis_pid ]] || die "could not start redis-server; see $dir/redis.log"
+
+export MAYFLY_REDIS_ADDRS=127.0.0.1:$redis_port
+export MAYFLY_HTTP_ADDR=$http_addr
+export MAYFLY_SMTP_ADDR=$smtp_addr
+export MAYFLY_ADMIN_ADDR=$admin_addr
+export MAYFLY_COOKIE_SECURE=false
+export MAYFLY_DOMAINS=${MAYFLY_DOMAINS:-mayfly.test}
+
+cat <<EOF
+
+Mayfly ($mode) on http://$http_addr  smtp $smtp_addr  admin http://$admin_addr
+Redis: $MAYFLY_REDIS_ADDRS (data in $dir)   Domains: $MAYFLY_DOMAINS
+
+Quick start (copy-paste; <id> and <address> come from the first reply):
+  curl -s -c jar -b jar -X POST -H 'Content-Type: application/json' -d '{}' http://$http_addr/v1/mailboxes
+  curl -s -c jar -b jar -X POST http://$http_addr/v1/mailboxes/<id>/select
+  curl -s -c jar -b jar http://$http_addr/v1/messages
+  swaks --server $smtp_addr --to <address> --from test@example.org --header 'Subject: hello' --body 'your code is 123456'
+  curl -s -N -c jar -b jar http://$http_addr/v1/events
+
+Ctrl-C stops Mayfly and its Redis.
+
+EOF
+
+"$repo/bin/mayfly" "$mode" &
+mayfly_pid=$!
+set +e
+wait "$mayfly_pid"
+rc=$?
+set -e
+mayfly_pid=
+exit "$rc"

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# test.sh — `make test`: every Go test against a fresh throwaway Redis Cluster.
+#
+# The cluster gets its own temp dir (not .cluster/state), so a `make test`
+# never touches a cluster someone started with `make cluster-up`, nor another
+# `make test` running at the same time. It is torn down however the tests end,
+# Ctrl-C included, and go test's exit code is this script's.
+#
+# Extra arguments go to `go test` in place of ./... (e.g. `./storage/...`);
+# GOTESTFLAGS adds flags (e.g. GOTESTFLAGS='-run TestX -v').
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/.." && pwd)
+# shellcheck source=deploy/lib.sh
+. "$here/lib.sh"
+
+bash "$here/install-deps.sh"
+
+ms() { date +%s%3N; }
+
+MAYFLY_CLUSTER_DIR=$(mktemp -d "${TMPDIR:-/tmp}/mayfly-test-cluster.XXXXXX")
+export MAYFLY_CLUSTER_DIR
+
+teardown() {
+	local rc=$?
+	trap - EXIT INT TERM
+	local t0
+	t0=$(ms)
+	bash "$here/cluster.sh" down || true
+	log "cluster down in $(($(ms) - t0)) ms"
+	exit "$rc"
+}
+trap teardown EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+t0=$(ms)
+addrs=$(bash "$here/cluster.sh" up)
+log "cluster $addrs up in $(($(ms) - t0)) ms"
+
+pkgs=("$@")
+((${#pkgs[@]} > 0)) || pkgs=(./...)
+cd "$repo"
+set +e
+# shellcheck disable=SC2086 # GOTESTFLAGS is a list of flags
+MAYFLY_TEST_REDIS_ADDRS=$addrs go test -race -count=1 -timeout 8m ${GOTESTFLAGS:-} "${pkgs[@]}"
+rc=$?
+set -e
+exit "$rc"

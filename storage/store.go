@@ -373,3 +373,18 @@ func streamTime(sid string) time.Time {
 }
 
 func msTime(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
+
+// ClientOption is how Mayfly connects to Redis: addrs are one standalone
+// server or any Cluster seeds (rueidis tells them apart), timeout bounds a
+// write to a connection. The topology is refreshed every second: our scripts
+// are not retried (a retried write could double-count), so rueidis would
+// otherwise not notice a failed-over primary on its own.
+func ClientOption(addrs []string, timeout time.Duration) rueidis.ClientOption {
+	return rueidis.ClientOption{
+		InitAddress:      addrs,
+		DisableCache:     true, // no client-side caching: every read must see the latest write
+		ShuffleInit:      true,
+		ConnWriteTimeout: timeout,
+		ClusterOption:    rueidis.ClusterOption{ShardsRefreshInterval: time.Second},
+	}
+}

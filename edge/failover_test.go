@@ -1,0 +1,62 @@
+package edge_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mayfly/mayfly/storage"
+	"github.com/mayfly/mayfly/storage/storagetest"
+	"github.com/redis/rueidis"
+)
+
+// TestEventsSurviveFailover kills the primary that holds a mailbox while its
+// event stream is open. A message stored during the gap (the sender retries
+// until a replica has taken over) and one stored after recovery must both
+// reach the stream: pub/sub is down during the gap, so the catch-up read after
+// the resubscription is what finds the first.
+func TestEventsSurviveFailover(t *testing.T) {
+	t.Parallel()
+	cluster := storagetest.StartCluster(t, 3, 1)
+	client, err := rueidis.NewClient(storage.ClientOption(cluster.Addrs(), 2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(client.Close)
+	e := serveEnv(t, client, "failover", nil)
+	u := e.newUser("")
+	m := u.open()
+	addr := m["address"].(string)
+	s, _ := u.openStream()
+	before := e.deliver(addr, "before")
+	assertMessageEvent(t, s.next(t, 5*time.Second), before)
+
+	tag, _, _ := strings.Cut(addr, "@")
+	primary := cluster.PrimaryFor("failover:{" + tag + "}:box")
+	cluster.Kill(primary)
+
+	// Deliver as an SMTP sender would: retry on failure until accepted.
+	var gap storage.Summary
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		gap, err = e.store.Deliver(ctx, addr, storage.NewMessage{From: "a@b.example", Subject: "during the gap", Status: storage.StatusReady})
+		cancel()
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, storage.ErrUnavailable) || time.Now().After(deadline) {
+			t.Fatalf("deliver during failover: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	ev := s.next(t, 30*time.Second)
+	if ev.id != gap.ID.String() {
+		t.Fatalf("after failover got %+v, want the gap message %s", ev, gap.ID)
+	}
+	after := e.deliver(addr, "after")
+	assertMessageEvent(t, s.next(t, 10*time.Second), after)
+	s.quiet(t, 300*time.Millisecond) // and nothing twice
+}

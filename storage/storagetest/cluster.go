@@ -1,0 +1,207 @@
+package storagetest
+
+import (
+	"bufio"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Cluster is a Redis Cluster of the test's own, with replicas, for tests that
+// fail a primary over. The shared cluster of MAYFLY_TEST_REDIS_ADDRS is never
+// disturbed: these nodes live in the test's temp dir and die with the test.
+type Cluster struct {
+	t     testing.TB
+	dir   string
+	nodes map[string]*exec.Cmd // addr → its redis-server
+}
+
+// StartCluster starts masters primaries with replicas replicas each, with a
+// one-second node timeout so a killed primary fails over within seconds.
+func StartCluster(t testing.TB, masters, replicas int) *Cluster {
+	t.Helper()
+	c := &Cluster{t: t, dir: t.TempDir(), nodes: map[string]*exec.Cmd{}}
+	t.Cleanup(c.stop)
+	var addrs []string
+	for range masters * (1 + replicas) {
+		port := freePortPair(t)
+		addr := "127.0.0.1:" + strconv.Itoa(port)
+		dir := filepath.Join(c.dir, strconv.Itoa(port))
+		cmd := exec.Command("redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+			"--cluster-enabled", "yes", "--cluster-node-timeout", "1000",
+			// Replicas sync at once and may always take over: a test kills a
+			// primary seconds after the cluster forms.
+			"--repl-diskless-sync-delay", "0", "--cluster-replica-validity-factor", "0",
+			"--save", "", "--appendonly", "no", "--dir", c.dir, "--logfile", dir+".log",
+			"--cluster-config-file", strconv.Itoa(port)+".conf")
+		if err := cmd.Start(); err != nil {
+			t.Fatalf("redis-server (installed by make test's install step): %v", err)
+		}
+		c.nodes[addr] = cmd
+		addrs = append(addrs, addr)
+	}
+	for _, a := range addrs {
+		waitListening(t, a)
+	}
+	args := append([]string{"--cluster", "create"}, addrs...)
+	args = append(args, "--cluster-replicas", strconv.Itoa(replicas), "--cluster-yes")
+	if out, err := exec.Command("redis-cli", args...).CombinedOutput(); err != nil {
+		t.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
+	}
+	c.WaitOK(30 * time.Second)
+	c.waitReplicasInSync(replicas > 0, 30*time.Second)
+	return c
+}
+
+// waitReplicasInSync waits until every replica's link to its primary is up.
+func (c *Cluster) waitReplicasInSync(any bool, within time.Duration) {
+	c.t.Helper()
+	if !any {
+		return
+	}
+	deadline := time.Now().Add(within)
+	for {
+		ok := true
+		for a := range c.nodes {
+			out, err := c.cli(a, "INFO", "replication")
+			if err != nil || strings.Contains(out, "role:slave") && !strings.Contains(out, "master_link_status:up") {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("replicas not in sync after %v", within)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Addrs returns every node's address (seeds for a client).
+func (c *Cluster) Addrs() []string {
+	var out []string
+	for a := range c.nodes {
+		out = append(out, a)
+	}
+	return out
+}
+
+// PrimaryFor returns the address of the primary serving key's slot.
+func (c *Cluster) PrimaryFor(key string) string {
+	c.t.Helper()
+	for a := range c.nodes {
+		slotOut, err := c.cli(a, "CLUSTER", "KEYSLOT", key)
+		if err != nil {
+			continue
+		}
+		slot, _ := strconv.Atoi(strings.TrimSpace(slotOut))
+		nodes, err := c.cli(a, "CLUSTER", "NODES")
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(strings.NewReader(nodes))
+		for sc.Scan() {
+			f := strings.Fields(sc.Text())
+			if len(f) < 9 || !strings.Contains(f[2], "master") || strings.Contains(f[2], "fail") {
+				continue
+			}
+			for _, r := range f[8:] {
+				lo, hi, found := strings.Cut(r, "-")
+				if !found {
+					hi = lo
+				}
+				l, _ := strconv.Atoi(lo)
+				h, _ := strconv.Atoi(hi)
+				if slot >= l && slot <= h {
+					addr, _, _ := strings.Cut(f[1], "@")
+					return addr
+				}
+			}
+		}
+	}
+	c.t.Fatalf("no primary found for %q", key)
+	return ""
+}
+
+// Kill ends the node at addr at once, as a crash would.
+func (c *Cluster) Kill(addr string) {
+	if cmd := c.nodes[addr]; cmd != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		delete(c.nodes, addr)
+	}
+}
+
+// WaitOK waits until every live node reports cluster_state:ok.
+func (c *Cluster) WaitOK(within time.Duration) {
+	c.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		ok := true
+		for a := range c.nodes {
+			out, err := c.cli(a, "CLUSTER", "INFO")
+			if err != nil || !strings.Contains(out, "cluster_state:ok") {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("cluster not ok after %v", within)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (c *Cluster) cli(addr string, args ...string) (string, error) {
+	host, port, _ := net.SplitHostPort(addr)
+	out, err := exec.Command("redis-cli", append([]string{"-h", host, "-p", port}, args...)...).Output()
+	return string(out), err
+}
+
+func (c *Cluster) stop() {
+	for a := range c.nodes {
+		c.Kill(a)
+	}
+}
+
+// freePortPair finds a loopback port p with p+10000 (its cluster bus) free too.
+func freePortPair(t testing.TB) int {
+	for range 200 {
+		p := 23000 + rand.IntN(2000)
+		a, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err != nil {
+			continue
+		}
+		b, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p+10000))
+		a.Close()
+		if err != nil {
+			continue
+		}
+		b.Close()
+		return p
+	}
+	t.Fatal("no free port pair for a cluster node")
+	return 0
+}
+
+func waitListening(t testing.TB, addr string) {
+	for range 200 {
+		if conn, err := net.Dial("tcp", addr); err == nil {
+			conn.Close()
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("redis-server on %s did not start", addr)
+}

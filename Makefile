@@ -2,7 +2,7 @@
 # in deploy/ install what else they need (deploy/install-deps.sh).
 
 # What `make run` starts: edge (HTTP only) or all (HTTP + SMTP ingest).
-RUN_MODE ?= edge
+RUN_MODE ?= all
 
 # staticcheck runs from the module proxy at a pinned version, so it stays out
 # of go.mod. v0.8.2 is staticcheck 2026.2.2, checked against Go 1.26.

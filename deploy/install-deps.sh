@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # install-deps.sh — installs the Debian packages that `make test` and
-# `make run` need beyond Go itself: redis-server, redis-tools (redis-cli) and
-# swaks. Does nothing when they are all present, so it is cheap to run first
+# `make run` need beyond Go itself: redis-server, redis-tools (redis-cli),
+# swaks and libnet-ssleay-perl (swaks --tls). Does nothing when they are all present, so it is cheap to run first
 # thing in every script.
 set -euo pipefail
 
@@ -15,6 +15,8 @@ missing=()
 command -v redis-server >/dev/null || missing+=(redis-server)
 command -v redis-cli >/dev/null || missing+=(redis-tools)
 command -v swaks >/dev/null || missing+=(swaks)
+# swaks needs Net::SSLeay for --tls (a recommends, which we do not install).
+perl -MNet::SSLeay -e1 2>/dev/null || missing+=(libnet-ssleay-perl)
 ((${#missing[@]} == 0)) && exit 0
 
 apt_cmd="apt-get update && apt-get install -y --no-install-recommends ${missing[*]}"
@@ -32,3 +34,4 @@ apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 for c in redis-server redis-cli swaks; do
 	command -v "$c" >/dev/null || die "$c still missing after installing ${missing[*]}"
 done
+perl -MNet::SSLeay -e1 2>/dev/null || die "Net::SSLeay still missing after installing ${missing[*]}"

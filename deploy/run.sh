@@ -2,7 +2,7 @@
 # run.sh — `make run`: Mayfly on this machine with a private standalone Redis.
 #
 # Starts one redis-server on a free loopback port with its data in a temp dir,
-# builds bin/mayfly and runs `bin/mayfly $MAYFLY_RUN_MODE` (default edge) in
+# builds bin/mayfly and runs `bin/mayfly $MAYFLY_RUN_MODE` (default all) in
 # the foreground on the ports the README promises: HTTP 127.0.0.1:8080, SMTP
 # 127.0.0.1:2525, admin 127.0.0.1:9090. Ctrl-C (or SIGTERM) stops Mayfly, then
 # the Redis, and removes the temp dir.
@@ -13,7 +13,7 @@ repo=$(cd "$here/.." && pwd)
 # shellcheck source=deploy/lib.sh
 . "$here/lib.sh"
 
-mode=${MAYFLY_RUN_MODE:-edge}
+mode=${MAYFLY_RUN_MODE:-all}
 http_addr=127.0.0.1:8080
 smtp_addr=127.0.0.1:2525
 admin_addr=127.0.0.1:9090

@@ -336,8 +336,9 @@ func TestEventsReplayAfterLastEventID(t *testing.T) {
 func TestEventsReconnectsAreRateLimited(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	u := e.newUser("203.0.113.77")
+	u := e.newUser("")
 	u.open()
+	u.ip = "203.0.113.77" // the reconnects alone count against this IP
 	e.awaitWindow(time.Second, 500*time.Millisecond)
 	var limited int
 	for range 9 {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -19,15 +20,33 @@ type setting struct {
 var settings = []setting{
 	{"MAYFLY_REDIS_ADDRS", "127.0.0.1:6379", "Redis addresses, comma separated: one standalone server or any Cluster seeds (detected automatically)"},
 	{"MAYFLY_REDIS_PREFIX", "mf", "prefix of every Redis key Mayfly writes"},
-	{"MAYFLY_REDIS_TIMEOUT", "2s", "budget for the Redis calls of one request; past it the client gets 503 DEPENDENCY_UNAVAILABLE"},
+	{"MAYFLY_REDIS_TIMEOUT", "2s", "budget for the Redis calls of one request; past it the client gets 503 DEPENDENCY_UNAVAILABLE (SMTP: per recipient check or delivery, past it 451 4.3.0)"},
 	{"MAYFLY_HTTP_ADDR", "127.0.0.1:8080", "public API listener (edge); the API lives under /v1"},
 	{"MAYFLY_SMTP_ADDR", "127.0.0.1:2525", "SMTP listener (ingest)"},
+	{"MAYFLY_SMTP_HOSTNAME", "", "name in the SMTP greeting and EHLO reply; empty: the machine's hostname"},
+	{"MAYFLY_SMTP_MAX_BYTES", "10485760", "largest message accepted over SMTP (advertised as SIZE); larger gets 552 5.3.4"},
+	{"MAYFLY_SMTP_MAX_RECIPIENTS", "50", "recipients per SMTP transaction; past it RCPT gets 452 4.5.3"},
+	{"MAYFLY_SMTP_MAX_LINE_BYTES", "262144", "longest line of an SMTP command or message; longer gets 500 5.5.2 and the connection closes"},
+	{"MAYFLY_SMTP_TLS_CERT", "", "PEM certificate file for STARTTLS; with MAYFLY_SMTP_TLS_KEY, enables STARTTLS"},
+	{"MAYFLY_SMTP_TLS_KEY", "", "PEM private key file for STARTTLS"},
+	{"MAYFLY_SMTP_MAX_SESSIONS", "1000", "concurrent SMTP connections per ingest node; past it 421 4.4.5"},
+	{"MAYFLY_SMTP_SESSIONS_PER_IP", "20", "concurrent SMTP connections per client IP (IPv6: /64) per ingest node; past it 421 4.7.0"},
+	{"MAYFLY_SMTP_CONN_PER_MINUTE", "60", "new SMTP connections per client IP per minute, across all nodes; past it 421 4.7.0"},
+	{"MAYFLY_SMTP_MAIL_PER_MINUTE", "120", "SMTP transactions (MAIL FROM) per client IP per minute, across all nodes; past it 421 4.7.0"},
+	{"MAYFLY_SMTP_MAX_PARSES", "0", "concurrent MIME parses per ingest node; 0: one per CPU (GOMAXPROCS)"},
+	{"MAYFLY_SMTP_BUFFER_BYTES", "268435456", "message bytes all SMTP sessions of a node may hold in memory at once; past it DATA gets 451 4.3.1"},
+	{"MAYFLY_SMTP_READ_TIMEOUT", "60s", "how long an SMTP session may be idle waiting for a command; then 421 4.4.2"},
+	{"MAYFLY_SMTP_DATA_TIMEOUT", "5m", "how long one message transfer (DATA) may take; then 421 4.4.2"},
+	{"MAYFLY_SMTP_SESSION_TIMEOUT", "15m", "how long one SMTP connection may last, however busy; then 421 4.4.2"},
+	{"MAYFLY_HTML_REMOTE_IMAGES", "block", "block: remove remote images from html_body (tracking pixels); allow: keep https images"},
 	{"MAYFLY_ADMIN_ADDR", "127.0.0.1:9090", "admin listener: /healthz, /readyz, /metrics, /debug/pprof/; never expose it publicly"},
 	{"MAYFLY_DOMAINS", "mayfly.test", "receiving domains, comma separated; each new mailbox gets one at random"},
 	{"MAYFLY_COOKIE_PREFIX", "mayfly", "prefix of the mailbox-scoped cookie name (<prefix>_<mailbox uuid without hyphens>)"},
 	{"MAYFLY_COOKIE_SECURE", "true", "set the Secure attribute on cookies; false only for plain-HTTP local use"},
 	{"MAYFLY_TRUSTED_PROXIES", "", "CIDRs of proxies whose X-Forwarded-For is believed, comma separated; empty trusts no forwarding header"},
 	{"MAYFLY_MAX_INFLIGHT", "2048", "concurrent API requests per edge node before 503 REQUEST_PROTECTION"},
+	{"MAYFLY_MAX_STREAMS", "20000", "open event streams (GET /events) per edge node before 503 REQUEST_PROTECTION"},
+	{"MAYFLY_EVENTS_HEARTBEAT", "20s", "interval of the event stream's heartbeat comment"},
 	{"MAYFLY_MAX_BODY_BYTES", "16384", "largest accepted request body; larger gets 413 BODY_TOO_LARGE"},
 	{"MAYFLY_RATE_REQUESTS_PER_SECOND", "8", "requests per second per client IP (fixed one-second window)"},
 	{"MAYFLY_RATE_CREATE_PER_MINUTE", "5", "mailbox creations per client IP per minute (failed attempts count)"},
@@ -49,6 +68,7 @@ type config struct {
 	redisTimeout    time.Duration
 	httpAddr        string
 	smtpAddr        string
+	smtp            smtpConfig
 	adminAddr       string
 	domains         []string
 	cookiePrefix    string
@@ -56,6 +76,8 @@ type config struct {
 	trustedProxies  []netip.Prefix
 	maxInFlight     int
 	maxBodyBytes    int
+	maxStreams      int
+	heartbeat       time.Duration
 	ratePerSecond   int
 	createPerMinute int
 	createPerHour   int
@@ -85,6 +107,8 @@ func loadConfig(getenv func(string) string) (config, error) {
 		trustedProxies:  p.prefixes("MAYFLY_TRUSTED_PROXIES"),
 		maxInFlight:     p.positive("MAYFLY_MAX_INFLIGHT"),
 		maxBodyBytes:    p.positive("MAYFLY_MAX_BODY_BYTES"),
+		maxStreams:      p.positive("MAYFLY_MAX_STREAMS"),
+		heartbeat:       p.duration("MAYFLY_EVENTS_HEARTBEAT"),
 		ratePerSecond:   p.positive("MAYFLY_RATE_REQUESTS_PER_SECOND"),
 		createPerMinute: p.positive("MAYFLY_RATE_CREATE_PER_MINUTE"),
 		createPerHour:   p.positive("MAYFLY_RATE_CREATE_PER_HOUR"),
@@ -97,10 +121,51 @@ func loadConfig(getenv func(string) string) (config, error) {
 		shutdownTimeout: p.duration("MAYFLY_SHUTDOWN_TIMEOUT"),
 		logLevel:        p.level("MAYFLY_LOG_LEVEL"),
 	}
+	c.smtp = smtpConfig{
+		hostname:       p.str("MAYFLY_SMTP_HOSTNAME"),
+		maxBytes:       p.positive("MAYFLY_SMTP_MAX_BYTES"),
+		maxRecipients:  p.positive("MAYFLY_SMTP_MAX_RECIPIENTS"),
+		maxLineBytes:   p.positive("MAYFLY_SMTP_MAX_LINE_BYTES"),
+		tlsCert:        p.str("MAYFLY_SMTP_TLS_CERT"),
+		tlsKey:         p.str("MAYFLY_SMTP_TLS_KEY"),
+		maxSessions:    p.positive("MAYFLY_SMTP_MAX_SESSIONS"),
+		sessionsPerIP:  p.positive("MAYFLY_SMTP_SESSIONS_PER_IP"),
+		connPerMinute:  p.positive("MAYFLY_SMTP_CONN_PER_MINUTE"),
+		mailPerMinute:  p.positive("MAYFLY_SMTP_MAIL_PER_MINUTE"),
+		maxParses:      p.nonNegative("MAYFLY_SMTP_MAX_PARSES"),
+		bufferBytes:    p.positive("MAYFLY_SMTP_BUFFER_BYTES"),
+		readTimeout:    p.duration("MAYFLY_SMTP_READ_TIMEOUT"),
+		dataTimeout:    p.duration("MAYFLY_SMTP_DATA_TIMEOUT"),
+		sessionTimeout: p.duration("MAYFLY_SMTP_SESSION_TIMEOUT"),
+		remoteImages:   p.choice("MAYFLY_HTML_REMOTE_IMAGES", "block", "allow") == "allow",
+	}
 	if len(c.redisAddrs) == 0 {
 		p.fail("MAYFLY_REDIS_ADDRS", "must name at least one address")
 	}
+	if (c.smtp.tlsCert == "") != (c.smtp.tlsKey == "") {
+		p.fail("MAYFLY_SMTP_TLS_CERT", "MAYFLY_SMTP_TLS_CERT and MAYFLY_SMTP_TLS_KEY must be set together")
+	}
 	return c, p.err
+}
+
+// smtpConfig is the ingest node's part of the environment.
+type smtpConfig struct {
+	hostname       string
+	maxBytes       int
+	maxRecipients  int
+	maxLineBytes   int
+	tlsCert        string
+	tlsKey         string
+	maxSessions    int
+	sessionsPerIP  int
+	connPerMinute  int
+	mailPerMinute  int
+	maxParses      int
+	bufferBytes    int
+	readTimeout    time.Duration
+	dataTimeout    time.Duration
+	sessionTimeout time.Duration
+	remoteImages   bool
 }
 
 // parser collects the first error so loadConfig reads as a list.
@@ -176,6 +241,23 @@ func (p *parser) positive(name string) int {
 		p.fail(name, "must be a positive integer")
 	}
 	return n
+}
+
+func (p *parser) nonNegative(name string) int {
+	n, err := strconv.Atoi(p.str(name))
+	if err != nil || n < 0 {
+		p.fail(name, "must be an integer of at least 0")
+	}
+	return n
+}
+
+// choice returns the setting's value, which must be one of allowed.
+func (p *parser) choice(name string, allowed ...string) string {
+	v := strings.ToLower(p.str(name))
+	if !slices.Contains(allowed, v) {
+		p.fail(name, "must be one of "+strings.Join(allowed, ", "))
+	}
+	return v
 }
 
 func (p *parser) duration(name string) time.Duration {

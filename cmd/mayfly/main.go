@@ -1,4 +1,6 @@
-// Command mayfly runs a Mayfly node: `mayfly edge` serves the REST API.
+// Command mayfly runs a Mayfly node: `mayfly edge` serves the REST API,
+// `mayfly ingest` accepts mail over SMTP, `mayfly all` does both in one
+// process.
 // Configuration comes from MAYFLY_* environment variables (see config.go and
 // the README). This is the only package that reads the environment, builds
 // the Redis client, sets up logging and handles signals.
@@ -6,6 +8,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +21,7 @@ import (
 	"time"
 
 	"github.com/mayfly/mayfly/edge"
+	"github.com/mayfly/mayfly/ingest"
 	"github.com/mayfly/mayfly/ratelimit"
 	"github.com/mayfly/mayfly/storage"
 	"github.com/prometheus/client_golang/prometheus"
@@ -38,6 +42,10 @@ const usage = `usage: mayfly <command>
 
 commands:
   edge    serve the REST API (MAYFLY_HTTP_ADDR)
+  ingest  accept mail over SMTP for live mailboxes (MAYFLY_SMTP_ADDR)
+  all     edge and ingest in one process
+
+Every command also serves the admin endpoints (MAYFLY_ADMIN_ADDR).
 
 Configuration is read from MAYFLY_* environment variables; see README.md.
 `
@@ -48,8 +56,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprint(stderr, usage)
 		return errors.New("expected one command")
 	}
+	var serveHTTP, serveSMTP bool
 	switch args[0] {
 	case "edge":
+		serveHTTP = true
+	case "ingest":
+		serveSMTP = true
+	case "all":
+		serveHTTP, serveSMTP = true, true
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
@@ -62,6 +76,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
+	var tlsConfig *tls.Config
+	if serveSMTP && cfg.smtp.tlsCert != "" {
+		cert, err := tls.LoadX509KeyPair(cfg.smtp.tlsCert, cfg.smtp.tlsKey)
+		if err != nil {
+			return fmt.Errorf("MAYFLY_SMTP_TLS_CERT/MAYFLY_SMTP_TLS_KEY: %w", err)
+		}
+		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -71,10 +93,26 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return fmt.Errorf("admin listener: %w", err)
 	}
-	httpLn, err := net.Listen("tcp", cfg.httpAddr)
-	if err != nil {
-		adminLn.Close()
-		return fmt.Errorf("http listener: %w", err)
+	var httpLn, smtpLn net.Listener
+	closeListeners := func() {
+		for _, ln := range []net.Listener{httpLn, smtpLn} {
+			if ln != nil {
+				ln.Close()
+			}
+		}
+	}
+	if serveHTTP {
+		if httpLn, err = net.Listen("tcp", cfg.httpAddr); err != nil {
+			adminLn.Close()
+			return fmt.Errorf("http listener: %w", err)
+		}
+	}
+	if serveSMTP {
+		if smtpLn, err = net.Listen("tcp", cfg.smtpAddr); err != nil {
+			adminLn.Close()
+			closeListeners()
+			return fmt.Errorf("smtp listener: %w", err)
+		}
 	}
 
 	var client rueidis.Client // set once connected; /readyz is 503 until then
@@ -97,7 +135,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	client, err = connect(ctx, cfg, log)
 	if err != nil {
-		httpLn.Close()
+		closeListeners()
 		return err
 	}
 	defer client.Close()
@@ -112,28 +150,84 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		CreatePerMinute: cfg.createPerMinute, CreatePerHour: cfg.createPerHour, CreatePerDay: cfg.createPerDay,
 		ActivePerClient: cfg.activePerIP, GlobalCreatePerMinute: cfg.globalPerMinute,
 	})
-	api := edge.New(store, limiter, edge.Config{
-		Domains: cfg.domains, CookiePrefix: cfg.cookiePrefix, CookieInsecure: !cfg.cookieSecure,
-		TrustedProxies: cfg.trustedProxies, MaxInFlight: cfg.maxInFlight, MaxBodyBytes: cfg.maxBodyBytes,
-		RedisTimeout: cfg.redisTimeout,
-	}, log, edge.NewMetrics(reg))
-
-	serveErr := make(chan error, 1)
-	go func() { serveErr <- api.Serve(httpLn) }()
-	log.Info("listening", "kind", "http", "addr", httpLn.Addr().String(), "domains", cfg.domains)
+	// Each server reports its end on serveErr; stops are called on shutdown.
+	serveErr := make(chan error, 2)
+	var stops []func(context.Context) error
+	if serveHTTP {
+		api := edge.New(store, limiter, edge.Config{
+			Domains: cfg.domains, CookiePrefix: cfg.cookiePrefix, CookieInsecure: !cfg.cookieSecure,
+			TrustedProxies: cfg.trustedProxies, MaxInFlight: cfg.maxInFlight, MaxBodyBytes: cfg.maxBodyBytes,
+			RedisTimeout: cfg.redisTimeout, MaxStreams: cfg.maxStreams, Heartbeat: cfg.heartbeat,
+		}, log, edge.NewMetrics(reg))
+		go func() {
+			if err := api.Serve(httpLn); err != nil {
+				serveErr <- fmt.Errorf("http listener: %w", err)
+			}
+		}()
+		stops = append(stops, api.Shutdown)
+		log.Info("listening", "kind", "http", "addr", httpLn.Addr().String(), "domains", cfg.domains)
+	}
+	if serveSMTP {
+		mta := ingest.New(store, limiter, ingest.NewParser(ingest.ParserConfig{RemoteImages: cfg.smtp.remoteImages}),
+			smtpServerConfig(cfg, tlsConfig), log, ingest.NewMetrics(reg))
+		go func() {
+			if err := mta.Serve(smtpLn); err != nil {
+				serveErr <- fmt.Errorf("smtp listener: %w", err)
+			}
+		}()
+		stops = append(stops, mta.Shutdown)
+		log.Info("listening", "kind", "smtp", "addr", smtpLn.Addr().String(), "domains", cfg.domains,
+			"starttls", tlsConfig != nil)
+	}
 
 	select {
 	case <-ctx.Done():
 	case err := <-serveErr:
-		return fmt.Errorf("http listener: %w", err)
+		closeListeners()
+		return err
 	}
 	log.Info("shutting down")
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.shutdownTimeout)
 	defer cancel()
-	if err := api.Shutdown(sctx); err != nil {
-		return fmt.Errorf("shutdown: %w", err)
+	// Both servers drain at once, within the one shutdown budget.
+	errs := make(chan error, len(stops))
+	for _, stop := range stops {
+		go func() { errs <- stop(sctx) }()
 	}
-	return nil
+	var shutdownErr error
+	for range stops {
+		if err := <-errs; err != nil && shutdownErr == nil {
+			shutdownErr = fmt.Errorf("shutdown: %w", err)
+		}
+	}
+	return shutdownErr
+}
+
+// smtpServerConfig is the ingest server's configuration from the environment.
+func smtpServerConfig(cfg config, tlsConfig *tls.Config) ingest.Config {
+	hostname := cfg.smtp.hostname
+	if hostname == "" {
+		hostname, _ = os.Hostname() // empty on failure: ingest's default
+	}
+	minute := time.Minute
+	return ingest.Config{
+		Domains:          cfg.domains,
+		Hostname:         hostname,
+		MaxMessageBytes:  int64(cfg.smtp.maxBytes),
+		MaxRecipients:    cfg.smtp.maxRecipients,
+		MaxLineLength:    cfg.smtp.maxLineBytes,
+		TLSConfig:        tlsConfig,
+		MaxSessions:      cfg.smtp.maxSessions,
+		MaxSessionsPerIP: cfg.smtp.sessionsPerIP,
+		ConnRule:         ratelimit.Rule{Name: ingest.ConnRuleName, Limit: cfg.smtp.connPerMinute, Window: minute},
+		MailRule:         ratelimit.Rule{Name: ingest.MailRuleName, Limit: cfg.smtp.mailPerMinute, Window: minute},
+		MaxParses:        cfg.smtp.maxParses,
+		MaxBufferBytes:   int64(cfg.smtp.bufferBytes),
+		RedisTimeout:     cfg.redisTimeout,
+		ReadTimeout:      cfg.smtp.readTimeout,
+		DataTimeout:      cfg.smtp.dataTimeout,
+		SessionTimeout:   cfg.smtp.sessionTimeout,
+	}
 }
 
 // connect builds the one Redis client, retrying until Redis answers or ctx
@@ -141,12 +235,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 func connect(ctx context.Context, cfg config, log *slog.Logger) (rueidis.Client, error) {
 	backoff := 100 * time.Millisecond
 	for {
-		client, err := rueidis.NewClient(rueidis.ClientOption{
-			InitAddress:      cfg.redisAddrs,
-			DisableCache:     true, // no client-side caching: every read must see the latest write
-			ShuffleInit:      true,
-			ConnWriteTimeout: cfg.redisTimeout,
-		})
+		client, err := rueidis.NewClient(storage.ClientOption(cfg.redisAddrs, cfg.redisTimeout))
 		if err == nil {
 			return client, nil
 		}

@@ -1,0 +1,261 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/smtp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mayfly/mayfly/storage/storagetest"
+)
+
+// TestRunAll runs `mayfly all` on :0 ports against the test cluster, as
+// `make run` does, and follows a message from SMTP to the REST API: create a
+// mailbox over HTTP, send to its address over SMTP, read it over HTTP.
+func TestRunAll(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{
+		"MAYFLY_REDIS_ADDRS":   strings.Join(storagetest.Addrs(t), ","),
+		"MAYFLY_REDIS_PREFIX":  storagetest.Prefix(t),
+		"MAYFLY_HTTP_ADDR":     "127.0.0.1:0",
+		"MAYFLY_SMTP_ADDR":     "127.0.0.1:0",
+		"MAYFLY_ADMIN_ADDR":    "127.0.0.1:0",
+		"MAYFLY_COOKIE_SECURE": "false",
+		"MAYFLY_SMTP_HOSTNAME": "mx.mayfly.test",
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	logs, logw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"all"}, func(k string) string { return env[k] }, io.Discard, logw)
+		logw.Close()
+	}()
+	addrs := listeningAddrs(t, logs, "http", "smtp", "admin")
+
+	jar, _ := cookiejar.New(nil)
+	client := &http.Client{Jar: jar, Timeout: 10 * time.Second}
+	api := "http://" + addrs["http"] + "/v1"
+
+	var created struct {
+		Data struct {
+			Mailbox struct{ ID, Address string }
+		}
+	}
+	call(t, client, "POST", api+"/mailboxes", "{}", http.StatusCreated, &created)
+	mb := created.Data.Mailbox
+	call(t, client, "POST", api+"/mailboxes/"+mb.ID+"/select", "", http.StatusOK, nil)
+
+	msg := "From: Mayfly Test <sender@example.org>\r\nTo: <" + mb.Address + ">\r\n" +
+		"Subject: code 424242\r\nContent-Type: text/html; charset=utf-8\r\n\r\n" +
+		"<p>Your code is <b>424242</b></p><img src=\"https://tracker.example/p.gif\">\r\n"
+	if err := smtp.SendMail(addrs["smtp"], nil, "sender@example.org", []string{mb.Address}, []byte(msg)); err != nil {
+		t.Fatalf("SendMail: %v", err)
+	}
+
+	var list struct {
+		Data struct {
+			Items []struct{ ID, From, Subject, Status string }
+		}
+	}
+	call(t, client, "GET", api+"/messages", "", http.StatusOK, &list)
+	if len(list.Data.Items) != 1 {
+		t.Fatalf("GET /messages: %d items, want 1", len(list.Data.Items))
+	}
+	item := list.Data.Items[0]
+	if got, want := item.From, "Mayfly Test <sender@example.org>"; got != want {
+		t.Errorf("from = %q, want %q", got, want)
+	}
+	if got, want := item.Subject, "code 424242"; got != want {
+		t.Errorf("subject = %q, want %q", got, want)
+	}
+	var one struct {
+		Data struct {
+			Message struct {
+				Status   string
+				TextBody string `json:"text_body"`
+				HTMLBody string `json:"html_body"`
+			}
+		}
+	}
+	call(t, client, "GET", api+"/messages/"+item.ID, "", http.StatusOK, &one)
+	m := one.Data.Message
+	if got, want := m.Status, "ready"; got != want {
+		t.Errorf("status = %q, want %q", got, want)
+	}
+	if !strings.Contains(m.TextBody, "424242") {
+		t.Errorf("text_body = %q, want the code (derived from the HTML)", m.TextBody)
+	}
+	if !strings.Contains(m.HTMLBody, "<b>424242</b>") || strings.Contains(m.HTMLBody, "tracker.example") {
+		t.Errorf("html_body = %q, want the markup kept and the remote image removed", m.HTMLBody)
+	}
+
+	call(t, client, "GET", "http://"+addrs["admin"]+"/readyz", "", http.StatusOK, nil)
+	metrics := get(t, client, "http://"+addrs["admin"]+"/metrics")
+	for _, series := range []string{"mayfly_smtp_sessions_open", `mayfly_smtp_messages_total{result="accepted"} 1`, "mayfly_http_requests_total"} {
+		if !strings.Contains(metrics, series) {
+			t.Errorf("/metrics lacks %q", series)
+		}
+	}
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("run: %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("run did not return after its context ended")
+	}
+}
+
+// listeningAddrs reads run's JSON log until every kind has logged its
+// "listening" line and returns the addresses; the rest of the log is
+// drained in the background.
+func listeningAddrs(t *testing.T, logs io.Reader, kinds ...string) map[string]string {
+	t.Helper()
+	found := make(chan map[string]string, 1)
+	go func() {
+		addrs := map[string]string{}
+		sc := bufio.NewScanner(logs)
+		sc.Buffer(nil, 1<<20)
+		sent := false
+		for sc.Scan() {
+			var line struct{ Msg, Kind, Addr string }
+			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "listening" {
+				addrs[line.Kind] = line.Addr
+			}
+			if !sent && len(addrs) == len(kinds) {
+				found <- addrs
+				sent = true
+			}
+		}
+		if !sent {
+			found <- addrs
+		}
+	}()
+	select {
+	case addrs := <-found:
+		for _, k := range kinds {
+			if addrs[k] == "" {
+				t.Fatalf("run logged no %q listener (got %v)", k, addrs)
+			}
+		}
+		return addrs
+	case <-time.After(15 * time.Second):
+		t.Fatal("run did not log its listeners in 15 s")
+		return nil
+	}
+}
+
+// call sends a request and decodes the JSON answer into out (if not nil).
+func call(t *testing.T, c *http.Client, method, url, body string, wantStatus int, out any) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != wantStatus {
+		t.Fatalf("%s %s: %d %s, want %d", method, url, resp.StatusCode, raw, wantStatus)
+	}
+	if out != nil {
+		if err := json.Unmarshal(raw, out); err != nil {
+			t.Fatalf("%s %s: %v in %s", method, url, err, raw)
+		}
+	}
+}
+
+func get(t *testing.T, c *http.Client, url string) string {
+	t.Helper()
+	resp, err := c.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d", url, resp.StatusCode)
+	}
+	return string(raw)
+}
+
+// TestLoadConfigSMTP covers the ingest settings' parsing and their errors.
+func TestLoadConfigSMTP(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		env     map[string]string
+		wantErr string // "" for success
+		check   func(t *testing.T, c config)
+	}{
+		{name: "defaults", check: func(t *testing.T, c config) {
+			got := fmt.Sprintf("%d %d %d %d %d %d %d %v %v %v %v", c.smtp.maxBytes, c.smtp.maxRecipients,
+				c.smtp.maxLineBytes, c.smtp.maxSessions, c.smtp.sessionsPerIP, c.smtp.connPerMinute,
+				c.smtp.mailPerMinute, c.smtp.readTimeout, c.smtp.dataTimeout, c.smtp.sessionTimeout, c.smtp.remoteImages)
+			if want := "10485760 50 262144 1000 20 60 120 1m0s 5m0s 15m0s false"; got != want {
+				t.Errorf("smtp defaults = %s, want %s", got, want)
+			}
+		}},
+		{name: "remote images allowed", env: map[string]string{"MAYFLY_HTML_REMOTE_IMAGES": "ALLOW"},
+			check: func(t *testing.T, c config) {
+				if !c.smtp.remoteImages {
+					t.Error("remoteImages = false, want true")
+				}
+			}},
+		{name: "remote images: unknown value", env: map[string]string{"MAYFLY_HTML_REMOTE_IMAGES": "yes"},
+			wantErr: "MAYFLY_HTML_REMOTE_IMAGES: must be one of block, allow"},
+		{name: "certificate without key", env: map[string]string{"MAYFLY_SMTP_TLS_CERT": "/tmp/cert.pem"},
+			wantErr: "must be set together"},
+		{name: "zero max bytes", env: map[string]string{"MAYFLY_SMTP_MAX_BYTES": "0"},
+			wantErr: "MAYFLY_SMTP_MAX_BYTES: must be a positive integer"},
+		{name: "negative parses", env: map[string]string{"MAYFLY_SMTP_MAX_PARSES": "-1"},
+			wantErr: "MAYFLY_SMTP_MAX_PARSES: must be an integer of at least 0"},
+		{name: "bad data timeout", env: map[string]string{"MAYFLY_SMTP_DATA_TIMEOUT": "soon"},
+			wantErr: "MAYFLY_SMTP_DATA_TIMEOUT: must be a positive duration"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := loadConfig(func(k string) string { return tc.env[k] })
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("loadConfig error = %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, c)
+		})
+	}
+}
+
+// TestUsageNamesCommands: the usage text lists every command run accepts.
+func TestUsageNamesCommands(t *testing.T) {
+	t.Parallel()
+	for _, cmd := range []string{"edge", "ingest", "all"} {
+		if !strings.Contains(usage, "\n  "+cmd+" ") {
+			t.Errorf("usage lacks %q", cmd)
+		}
+	}
+	var out strings.Builder
+	if err := run(context.Background(), []string{"bogus"}, func(string) string { return "" }, io.Discard, &out); err == nil {
+		t.Error("run(bogus) succeeded")
+	}
+}

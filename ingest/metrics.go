@@ -1,0 +1,52 @@
+package ingest
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the SMTP server's Prometheus series. Reason labels are the
+// reason column of the reply table (reply.go), so they are a fixed set.
+type Metrics struct {
+	sessions    prometheus.Gauge
+	messages    *prometheus.CounterVec   // one per DATA: "accepted" or the refusal reason
+	rejections  *prometheus.CounterVec   // refusals before DATA (connect, MAIL, RCPT) by reason
+	stored      *prometheus.CounterVec   // per recipient delivery, by message status
+	latency     prometheus.Histogram     // end of DATA until the reply: parse plus deliveries
+	stage       *prometheus.HistogramVec // parse and deliver separately
+	redisErrors prometheus.Counter
+}
+
+// NewMetrics registers the ingest series on reg (nil: unregistered, for
+// tests).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	buckets := []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
+	m := &Metrics{
+		sessions: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "mayfly_smtp_sessions_open", Help: "SMTP connections admitted and not yet closed.",
+		}),
+		messages: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mayfly_smtp_messages_total", Help: "Messages (DATA commands) by result: accepted, or the reason they were refused.",
+		}, []string{"result"}),
+		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mayfly_smtp_rejections_total", Help: "Connections, senders and recipients refused before DATA, by reason.",
+		}, []string{"reason"}),
+		stored: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mayfly_smtp_deliveries_total", Help: "Messages stored in a mailbox (one per recipient), by message status.",
+		}, []string{"status"}),
+		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "mayfly_smtp_delivery_duration_seconds", Help: "From the end of DATA to the reply: parse plus every recipient's delivery.",
+			Buckets: buckets,
+		}),
+		stage: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "mayfly_smtp_stage_duration_seconds", Help: "Time of one stage of a delivery: parse (MIME and HTML) or store (all recipients).",
+			Buckets: buckets,
+		}, []string{"stage"}),
+		redisErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "mayfly_smtp_redis_errors_total", Help: "Redis calls of the SMTP server that failed (storage and rate limits).",
+		}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.sessions, m.messages, m.rejections, m.stored, m.latency, m.stage, m.redisErrors)
+	}
+	return m
+}

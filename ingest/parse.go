@@ -1,0 +1,491 @@
+package ingest
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"net/textproto"
+	"slices"
+	"strings"
+	"unicode"
+
+	"github.com/inbucket/html2text"
+	"github.com/jhillyerd/enmime/v2"
+	"github.com/jhillyerd/enmime/v2/mediatype"
+	"github.com/microcosm-cc/bluemonday"
+
+	"github.com/mayfly/mayfly/storage"
+)
+
+// Reasons a message is stored as failed. Parse returns none of them (a bad
+// message is still delivered, with status failed); they name the cause
+// inside the package and in its tests.
+var (
+	errTooManyParts    = errors.New("ingest: too many MIME parts")
+	errTooDeep         = errors.New("ingest: MIME parts nested too deep")
+	errHeaderTooLarge  = errors.New("ingest: MIME header section too large")
+	errAmbiguousHeader = errors.New("ingest: MIME part header ambiguous")
+	errBoundaryTooLong = errors.New("ingest: MIME boundary too long")
+	errUnparsable      = errors.New("ingest: message cannot be parsed")
+)
+
+// Defaults of ParserConfig, used for its zero fields.
+const (
+	DefaultMaxParts          = 100
+	DefaultMaxDepth          = 10
+	DefaultMaxHeaderBytes    = 64 << 10
+	DefaultMaxFieldRunes     = 512
+	DefaultMaxBodyBytes      = 1 << 20
+	DefaultMaxDataImageBytes = 64 << 10
+)
+
+const (
+	// maxBoundaryLen bounds a multipart boundary. RFC 2046 allows 70
+	// characters; enmime peeks through a 4 KiB buffer and cannot find
+	// delimiters longer than that, which would break the pre-scan's model.
+	maxBoundaryLen = 256
+	// maxHeaderCuts bounds how many delimiter-like lines one part header may
+	// contain before the pre-scan gives up on it (see mimeScan.declare).
+	maxHeaderCuts = 8
+)
+
+// ParserConfig bounds what Parse accepts and keeps. Zero fields mean the
+// documented defaults.
+type ParserConfig struct {
+	// MaxParts bounds the MIME parts below the top level (every part of every
+	// multipart, nested ones included); more makes the message failed.
+	// Default 100.
+	MaxParts int
+	// MaxDepth bounds the nesting of multipart containers: a plain message
+	// has depth 0, multipart/mixed containing multipart/alternative has 2.
+	// Deeper makes the message failed. Default 10.
+	MaxDepth int
+	// MaxHeaderBytes bounds the header section of the message and of each
+	// part, blank line included; larger makes the message failed. Default 64 KiB.
+	MaxHeaderBytes int
+	// MaxFieldRunes bounds from and subject; longer values are cut. Default 512.
+	MaxFieldRunes int
+	// MaxBodyBytes bounds text_body and html_body each; longer bodies are cut
+	// (HTML between tags, then sanitized again). Default 1 MiB.
+	MaxBodyBytes int
+	// RemoteImages keeps https images in html_body
+	// (MAYFLY_HTML_REMOTE_IMAGES=allow). By default remote images are removed.
+	RemoteImages bool
+	// MaxDataImageBytes bounds an inline data:image URI; larger ones are
+	// removed. Default 64 KiB.
+	MaxDataImageBytes int
+}
+
+func (c ParserConfig) withDefaults() ParserConfig {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&c.MaxParts, DefaultMaxParts)
+	def(&c.MaxDepth, DefaultMaxDepth)
+	def(&c.MaxHeaderBytes, DefaultMaxHeaderBytes)
+	def(&c.MaxFieldRunes, DefaultMaxFieldRunes)
+	def(&c.MaxBodyBytes, DefaultMaxBodyBytes)
+	def(&c.MaxDataImageBytes, DefaultMaxDataImageBytes)
+	return c
+}
+
+// Parser turns raw messages into what storage keeps. It is safe for
+// concurrent use; build one per process, since the HTML policy is built once.
+type Parser struct {
+	cfg    ParserConfig
+	policy *bluemonday.Policy
+	mime   *enmime.Parser
+}
+
+// NewParser returns a Parser with cfg's limits.
+func NewParser(cfg ParserConfig) *Parser {
+	cfg = cfg.withDefaults()
+	return &Parser{
+		cfg:    cfg,
+		policy: newPolicy(cfg.RemoteImages, cfg.MaxDataImageBytes),
+		mime: enmime.NewParser(
+			// A broken nested part is recorded in the part's errors and skipped;
+			// the rest of the message is still shown.
+			enmime.SkipMalformedParts(true),
+			// multipart/* without a boundary is shown as text rather than failed.
+			enmime.MultipartWOBoundaryAsSinglePart(true),
+			// Corrupt base64 in a text part keeps what decoded.
+			enmime.SetReadPartErrorPolicy(enmime.AllowCorruptTextPartErrorPolicy),
+			// Nobody reads the errors beyond the first few; keep memory flat.
+			enmime.MaxStoredPartErrors(8),
+			// Text is derived from the sanitized HTML instead (see bodies).
+			enmime.DisableTextConversion(true),
+			enmime.SetCustomParseMediaType(parseMediaType),
+		),
+	}
+}
+
+// Parse parses a raw RFC 5322 message. It never fails and never panics: a
+// message that cannot be parsed, or that exceeds the configured limits, comes
+// back with StatusFailed, empty bodies and From and Subject as far as the
+// top-level header could be read. Otherwise the status is StatusReady.
+//
+// enmime records recoverable problems (a boundary that is never closed, a
+// malformed header line, corrupt base64, an unknown charset) in
+// Envelope.Errors and still returns the parts it found; such a message is
+// ready with whatever text it yielded. Only an error returned by enmime
+// itself (for example a top-level header it cannot read) makes it failed.
+//
+// Attachments are not kept. An attached message (message/rfc822) is an
+// attachment like any other: its text is not merged into the bodies, because
+// its From, Subject and body belong to another message and the API has no
+// field to show them as such.
+func (p *Parser) Parse(raw []byte) (msg storage.NewMessage) {
+	msg.Status = storage.StatusFailed
+	defer func() {
+		if recover() != nil {
+			msg = storage.NewMessage{From: msg.From, Subject: msg.Subject, Status: storage.StatusFailed}
+		}
+	}()
+	msg.From, msg.Subject = p.headerFields(raw)
+	text, html, err := p.bodies(raw)
+	if err != nil {
+		return msg
+	}
+	msg.Text, msg.HTML, msg.Status = text, html, storage.StatusReady
+	return msg
+}
+
+// bodies returns the text and sanitized HTML bodies of raw, or why there are
+// none.
+func (p *Parser) bodies(raw []byte) (text, html string, err error) {
+	if err := p.prescan(raw); err != nil {
+		return "", "", err
+	}
+	env, err := p.mime.ReadEnvelope(bytes.NewReader(raw))
+	if err != nil {
+		return "", "", fmt.Errorf("%w: %w", errUnparsable, err)
+	}
+	if env.HTML != "" {
+		html = p.sanitizeBounded(env.HTML, p.cfg.MaxBodyBytes)
+	}
+	text = env.Text
+	if text == "" && html != "" {
+		// Derived from the sanitized HTML rather than the raw one (as enmime
+		// would), so the text shows the links the HTML keeps and not the
+		// javascript: or tracking URLs it dropped.
+		if text, err = html2text.FromString(html); err != nil {
+			text = ""
+		}
+	}
+	return cleanText(text, p.cfg.MaxBodyBytes), html, nil
+}
+
+// parseMediaType is enmime's media type parser, except that a US-ASCII
+// charset counts as none. enmime decodes US-ASCII as Windows-1252, which
+// turns the raw UTF-8 that scripts send without (or with default) MIME
+// headers into mojibake; with no charset, enmime detects it (long texts) or
+// keeps the bytes (short ones), and 7-bit text reads the same either way.
+func parseMediaType(ctype string) (string, map[string]string, []string, error) {
+	mtype, params, invalid, err := mediatype.Parse(ctype)
+	if cs := params["charset"]; strings.EqualFold(cs, "us-ascii") || strings.EqualFold(cs, "ascii") {
+		delete(params, "charset")
+	}
+	return mtype, params, invalid, err
+}
+
+// headerFields returns the display From and Subject of raw's top-level
+// header. They are read from the header alone, so a message whose body
+// cannot be parsed still shows who sent it and what about.
+func (p *Parser) headerFields(raw []byte) (from, subject string) {
+	block := raw[:headerSectionEnd(raw, 0, min(len(raw), p.cfg.MaxHeaderBytes+1))]
+	if len(block) > p.cfg.MaxHeaderBytes {
+		block = block[:p.cfg.MaxHeaderBytes]
+		if nl := bytes.LastIndexByte(block, '\n'); nl >= 0 {
+			block = block[:nl+1]
+		}
+	}
+	h, err := enmime.ReadHeader(bufio.NewReader(bytes.NewReader(block)), discardMIMEErrors{})
+	if err != nil {
+		// The only error ReadHeader returns for a readable buffer is a first
+		// line starting with white space; read on without it.
+		block = bytes.TrimLeft(block, " \t")
+		if nl := bytes.IndexByte(block, '\n'); nl >= 0 {
+			block = block[nl+1:]
+		}
+		h, _ = enmime.ReadHeader(bufio.NewReader(bytes.NewReader(block)), discardMIMEErrors{})
+	}
+	// An envelope made of these two fields decodes them exactly as enmime
+	// decodes a full message (RFC 2047 words in any charset enmime knows).
+	part := enmime.NewPart("")
+	part.Header = textproto.MIMEHeader{"From": h["From"], "Subject": h["Subject"]}
+	env, err := enmime.EnvelopeFromPart(part)
+	if err != nil {
+		return "", ""
+	}
+	return cleanField(displayFrom(env), p.cfg.MaxFieldRunes),
+		cleanField(env.GetHeader("Subject"), p.cfg.MaxFieldRunes)
+}
+
+// displayFrom formats the From header for display: "Name <addr>", the bare
+// address when there is no name, several joined by ", ", and the decoded
+// header text when it does not parse as addresses.
+func displayFrom(env *enmime.Envelope) string {
+	list, err := env.AddressList("From")
+	if err != nil || len(list) == 0 {
+		return env.GetHeader("From")
+	}
+	parts := make([]string, 0, len(list))
+	for _, a := range list {
+		name := strings.TrimSpace(a.Name)
+		switch {
+		case name == "" || name == a.Address:
+			parts = append(parts, a.Address)
+		case a.Address == "":
+			parts = append(parts, name)
+		default:
+			parts = append(parts, name+" <"+a.Address+">")
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+type discardMIMEErrors struct{}
+
+func (discardMIMEErrors) AddError(string, string, ...any)   {}
+func (discardMIMEErrors) AddWarning(string, string, ...any) {}
+
+// The pre-scan.
+//
+// enmime puts no bound on the number of parts or the nesting depth, and its
+// cost grows with both (every part gets its own 4 KiB buffer and charset
+// detector; every level of nesting re-reads each byte below it). prescan walks
+// the raw bytes once before enmime does and refuses a message whose structure
+// could exceed the limits, so a MIME bomb costs one linear scan.
+//
+// The scan is deliberately conservative rather than an exact MIME parser: it
+// must never see fewer parts, less depth or smaller headers than enmime will.
+// enmime is lenient about where a delimiter may appear, so:
+//
+//   - a part may start after any line that contains "--boundary" followed by
+//     white space, anywhere in the line, for any boundary that may be open
+//     (enmime accepts delimiters inside a line in a preamble);
+//   - a part header is read from that point to the first blank line, and is
+//     also read as if cut at every point where enmime might end the part
+//     (see stopsAt), so a Content-Type that enmime sees is seen here too;
+//   - every boundary found in any of those readings opens a container, using
+//     enmime's own header reader and media type parser;
+//   - a container is closed only by a line that starts with "--boundary--",
+//     which enmime cannot miss, and nothing else is closed with it.
+//
+// Depth is the number of containers that may be open at once. On real mail
+// these bounds are exact; only malformed mail can be over-counted, and then
+// it is stored as failed.
+
+// openBoundary is a multipart container that may still be open.
+type openBoundary struct {
+	delim []byte // "--" + boundary
+	term  []byte // "--" + boundary + "--"
+}
+
+type mimeScan struct {
+	raw   []byte
+	cfg   *ParserConfig
+	open  []openBoundary
+	parts int
+}
+
+// prescan reports whether raw stays within p's limits, without parsing it.
+func (p *Parser) prescan(raw []byte) error {
+	s := mimeScan{raw: raw, cfg: &p.cfg}
+	end, err := s.headerBlock(0)
+	if err != nil {
+		return err
+	}
+	if err := s.declare(0, end); err != nil {
+		return err
+	}
+	for pos := end; pos < len(raw) && len(s.open) > 0; {
+		next := nextLine(raw, pos, len(raw))
+		line := raw[pos:next]
+		if bytes.Contains(line, mimeDashes) {
+			closed := s.closedBy(line)
+			if s.startsPart(line) {
+				s.parts++
+				if s.parts > s.cfg.MaxParts {
+					return errTooManyParts
+				}
+				hend, err := s.headerBlock(next)
+				if err != nil {
+					return err
+				}
+				if err := s.declare(next, hend); err != nil {
+					return err
+				}
+			}
+			if closed >= 0 {
+				s.open = slices.Delete(s.open, closed, closed+1)
+			}
+		}
+		pos = next
+	}
+	return nil
+}
+
+var mimeDashes = []byte("--")
+
+// headerBlock returns the end of the header section starting at start: just
+// past its blank line, or the end of raw.
+func (s *mimeScan) headerBlock(start int) (int, error) {
+	limit := min(len(s.raw), start+s.cfg.MaxHeaderBytes+1)
+	end := headerSectionEnd(s.raw, start, limit)
+	if end-start > s.cfg.MaxHeaderBytes {
+		return 0, errHeaderTooLarge
+	}
+	return end, nil
+}
+
+// declare reads the part header raw[start:end] the ways enmime may read it
+// and opens a container for every boundary found.
+func (s *mimeScan) declare(start, end int) error {
+	cuts := []int{end}
+	for q := start; q < end && len(s.open) > 0; q++ {
+		if s.stopsAt(q) {
+			if len(cuts) > maxHeaderCuts {
+				return errAmbiguousHeader
+			}
+			cuts = append(cuts, q)
+		}
+	}
+	var seen []string
+	for _, c := range cuts {
+		b := headerBoundary(s.raw[start:c])
+		if b == "" || slices.Contains(seen, b) {
+			continue
+		}
+		if len(b) > maxBoundaryLen {
+			return errBoundaryTooLong
+		}
+		seen = append(seen, b)
+		s.open = append(s.open, openBoundary{delim: []byte("--" + b), term: []byte("--" + b + "--")})
+		if len(s.open) > s.cfg.MaxDepth {
+			return errTooDeep
+		}
+	}
+	return nil
+}
+
+// boundary returns the boundary parameter enmime would find in a part header,
+// or "". It uses enmime's header reader and media type parser so the answer
+// matches what enmime decides, quirks included.
+func headerBoundary(header []byte) string {
+	h, err := enmime.ReadHeader(bufio.NewReader(bytes.NewReader(header)), discardMIMEErrors{})
+	if err != nil {
+		return ""
+	}
+	ct := h.Get("Content-Type")
+	if ct == "" {
+		return ""
+	}
+	_, params, _, err := parseMediaType(ct)
+	if err != nil {
+		return ""
+	}
+	return params["boundary"]
+}
+
+// stopsAt reports whether enmime's boundary reader may end a part at raw[q]
+// for one of the open boundaries. It mirrors boundaryReader.Read: at a CR or
+// LF it peeks past the line break (two bytes for CR, one for LF) at a window
+// as long as the delimiter plus one byte, and stops on a delimiter followed
+// by white space or on a terminator anywhere in that window. enmime peeks at
+// the part's stream, which may end sooner than raw; more data here can only
+// find more stops.
+func (s *mimeScan) stopsAt(q int) bool {
+	pad := 1
+	switch s.raw[q] {
+	case '\n':
+	case '\r':
+		pad = 2
+	default:
+		return false
+	}
+	rest := s.raw[q:]
+	for _, skip := range [...]string{"\n\n", "\n\r", "\r\n\r", "\r\n\n"} {
+		if bytes.HasPrefix(rest, []byte(skip)) {
+			return false
+		}
+	}
+	for _, c := range s.open {
+		n := len(c.delim) + 2 + pad
+		if len(rest) < n {
+			continue
+		}
+		peek := rest[pad:n]
+		if isDelimiter(peek, c.delim) || bytes.Contains(peek, c.term) {
+			return true
+		}
+	}
+	return false
+}
+
+// isDelimiter mirrors enmime's test: the first occurrence of delim in buf is
+// followed by white space.
+func isDelimiter(buf, delim []byte) bool {
+	i := bytes.Index(buf, delim)
+	return i >= 0 && i+len(delim) < len(buf) && unicode.IsSpace(rune(buf[i+len(delim)]))
+}
+
+// startsPart reports whether enmime may start a new part after line: some
+// open boundary occurs in it followed by white space, and the line is not
+// that boundary's terminator.
+func (s *mimeScan) startsPart(line []byte) bool {
+	for _, c := range s.open {
+		if bytes.Contains(line, c.term) {
+			continue
+		}
+		for i := 0; ; {
+			j := bytes.Index(line[i:], c.delim)
+			if j < 0 {
+				break
+			}
+			k := i + j + len(c.delim)
+			if k < len(line) && unicode.IsSpace(rune(line[k])) {
+				return true
+			}
+			i += j + 1
+		}
+	}
+	return false
+}
+
+// closedBy returns the index of the innermost open container that line
+// certainly closes (the line starts with its terminator), or -1.
+func (s *mimeScan) closedBy(line []byte) int {
+	for i := len(s.open) - 1; i >= 0; i-- {
+		if bytes.HasPrefix(line, s.open[i].term) {
+			return i
+		}
+	}
+	return -1
+}
+
+// headerEnd returns the index just past the first blank line ("\n" or
+// "\r\n") at or after start, looking no further than limit; limit if there
+// is none before it.
+func headerSectionEnd(raw []byte, start, limit int) int {
+	for pos := start; pos < limit; {
+		next := nextLine(raw, pos, limit)
+		if line := raw[pos:next]; len(line) <= 2 && (string(line) == "\n" || string(line) == "\r\n") {
+			return next
+		}
+		pos = next
+	}
+	return limit
+}
+
+// lineEnd returns the index just past the LF ending the line at pos, or limit.
+func nextLine(raw []byte, pos, limit int) int {
+	if i := bytes.IndexByte(raw[pos:limit], '\n'); i >= 0 {
+		return pos + i + 1
+	}
+	return limit
+}

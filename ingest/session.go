@@ -1,0 +1,277 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/emersion/go-smtp"
+	"github.com/mayfly/mayfly/storage"
+)
+
+// backend is the go-smtp Backend; it keeps NewSession off Server's API.
+type backend struct{ srv *Server }
+
+// NewSession starts a session at HELO/EHLO (again after STARTTLS).
+func (b backend) NewSession(c *smtp.Conn) (smtp.Session, error) {
+	own, err := ownConn(c.Conn())
+	if err != nil {
+		b.srv.log.Error("smtp session", "err", err)
+		return nil, reply(err)
+	}
+	return &session{srv: b.srv, conn: own}, nil
+}
+
+// session is one SMTP conversation. go-smtp calls its methods from the
+// connection's goroutine, one at a time.
+type session struct {
+	srv   *Server
+	conn  *conn
+	rcpts []string // distinct lower-case recipients accepted so far
+}
+
+// refuse counts and logs a refusal before DATA and returns its reply; a 421
+// closes the connection after the reply.
+func (s *session) refuse(err error) error {
+	if hangsUp(err) {
+		s.conn.hangUp()
+	}
+	s.srv.metrics.rejections.WithLabelValues(reason(err)).Inc()
+	s.srv.log.Debug("smtp refused", "ip", s.conn.ip, "reason", reason(err))
+	return reply(err)
+}
+
+// Mail starts a transaction. It counts against the client's transaction
+// rate; over it the client gets 421 and the connection closes.
+func (s *session) Mail(_ string, _ *smtp.MailOptions) error {
+	s.rcpts = s.rcpts[:0]
+	if s.conn.hungUp() {
+		return reply(errHungUp)
+	}
+	if s.srv.shuttingDown() {
+		return s.refuse(errShuttingDown)
+	}
+	if err := s.srv.allow(s.srv.cfg.MailRule, s.conn.ip, errMailRate); err != nil {
+		return s.refuse(err)
+	}
+	return nil
+}
+
+// Rcpt accepts a recipient only if its domain is ours and a live mailbox has
+// the address. A repeated recipient is accepted once and stored once.
+func (s *session) Rcpt(to string, _ *smtp.RcptOptions) error {
+	if s.conn.hungUp() {
+		return reply(errHungUp)
+	}
+	addr := strings.ToLower(to)
+	at := strings.LastIndexByte(addr, '@')
+	if at < 0 || !s.srv.domains[addr[at+1:]] {
+		return s.refuse(errRelayDenied)
+	}
+	if slices.Contains(s.rcpts, addr) {
+		return nil
+	}
+	if len(s.rcpts) >= s.srv.cfg.MaxRecipients {
+		return s.refuse(errTooManyRecipients)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.srv.cfg.RedisTimeout)
+	defer cancel()
+	ok, err := s.srv.store.Exists(ctx, addr)
+	if err != nil {
+		s.srv.redisError("smtp recipient check", s.conn.ip, err)
+		return s.refuse(err)
+	}
+	if !ok {
+		return s.refuse(storage.ErrMailboxNotFound)
+	}
+	s.rcpts = append(s.rcpts, addr)
+	return nil
+}
+
+// Data reads the message, parses it once and stores it for every recipient.
+// It returns nil (250) only after Redis acknowledged every delivery that
+// could be made; see deliver for what a partial failure answers.
+func (s *session) Data(r io.Reader) error {
+	if s.conn.hungUp() {
+		return reply(errHungUp)
+	}
+	s.conn.startData(s.srv.cfg.DataTimeout)
+	defer s.conn.endData()
+	deadline := time.Now().Add(s.srv.cfg.DataTimeout)
+
+	raw, held, err := s.srv.readMessage(r)
+	if err != nil {
+		s.srv.releaseBuffer(held)
+		return s.failData(err)
+	}
+	start := time.Now()
+	msg, err := s.srv.parse(raw, deadline)
+	s.srv.releaseBuffer(held)
+	if err != nil {
+		return s.failData(err)
+	}
+	stored := time.Now()
+	err = s.deliver(msg)
+	s.srv.metrics.stage.WithLabelValues("store").Observe(time.Since(stored).Seconds())
+	s.srv.metrics.latency.Observe(time.Since(start).Seconds())
+	if err != nil {
+		return s.failData(err)
+	}
+	s.srv.metrics.messages.WithLabelValues("accepted").Inc()
+	s.srv.log.Info("smtp message accepted", "ip", s.conn.ip, "recipients", len(s.rcpts),
+		"status", string(msg.Status), "bytes", len(raw))
+	return nil
+}
+
+// failData counts and logs a refused DATA and returns its reply.
+func (s *session) failData(err error) error {
+	if hangsUp(err) {
+		s.conn.hangUp()
+	}
+	s.srv.metrics.messages.WithLabelValues(reason(err)).Inc()
+	level := slog.LevelInfo
+	if reason(err) == unknownReply.reason {
+		level = slog.LevelError // a defect: an error the reply table does not name
+	}
+	s.srv.log.Log(context.Background(), level, "smtp message refused", "ip", s.conn.ip, "reason", reason(err), "err", err)
+	return reply(err)
+}
+
+// deliver stores msg for every recipient, one storage call each, all at once
+// (rueidis pipelines them), and decides the one reply SMTP allows per DATA:
+//
+//   - any delivery failed because Redis was unavailable: 451, so the sender
+//     retries the whole message later. The recipients whose delivery did
+//     succeed then get it twice. Answering 250 instead would lose the message
+//     for the others, and a duplicate in a temporary inbox is harmless
+//     where a lost verification mail is not.
+//   - no recipient's mailbox is alive any more (expired or deleted since
+//     RCPT): 550 5.1.1.
+//   - otherwise 250; mailboxes that died between RCPT and DATA are skipped,
+//     since nobody can read them.
+func (s *session) deliver(msg storage.NewMessage) error {
+	errs := make([]error, len(s.rcpts))
+	one := func(i int) {
+		ctx, cancel := context.WithTimeout(context.Background(), s.srv.cfg.RedisTimeout)
+		defer cancel()
+		_, errs[i] = s.srv.store.Deliver(ctx, s.rcpts[i], msg)
+	}
+	if len(s.rcpts) == 1 {
+		one(0)
+	} else {
+		var wg sync.WaitGroup
+		for i := range s.rcpts {
+			wg.Go(func() { one(i) })
+		}
+		wg.Wait()
+	}
+	delivered := 0
+	var failed error
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			delivered++
+			s.srv.metrics.stored.WithLabelValues(string(msg.Status)).Inc()
+		case errors.Is(err, storage.ErrMailboxNotFound):
+			s.srv.log.Debug("smtp mailbox gone before delivery", "ip", s.conn.ip, "mailbox", mailboxTag(s.rcpts[i]))
+		default:
+			s.srv.redisError("smtp deliver", s.conn.ip, err)
+			if failed == nil {
+				failed = err
+			}
+		}
+	}
+	switch {
+	case failed != nil:
+		if delivered > 0 {
+			s.srv.log.Warn("smtp delivery partly failed; the retry will duplicate the message for some recipients",
+				"ip", s.conn.ip, "delivered", delivered, "recipients", len(s.rcpts))
+		}
+		return fmt.Errorf("deliver: %w", failed)
+	case delivered == 0:
+		return storage.ErrMailboxNotFound
+	}
+	return nil
+}
+
+// Reset ends the transaction (RSET, a new EHLO, or after DATA).
+func (s *session) Reset() { s.rcpts = s.rcpts[:0] }
+
+// Logout is called when the connection closes; the slot is freed by the
+// connection itself.
+func (s *session) Logout() error { return nil }
+
+// readMessage reads one message into memory, taking its bytes from the
+// node's buffer budget as it grows. It returns the bytes held, which the
+// caller gives back with releaseBuffer, also on error.
+func (s *Server) readMessage(r io.Reader) (raw []byte, held int64, err error) {
+	const chunk = 64 << 10
+	// go-smtp's reader stops at MaxMessageBytes with smtp.ErrDataTooLarge;
+	// one byte more is room to see that error or the end.
+	limit := s.cfg.MaxMessageBytes + 1
+	for {
+		if len(raw) == cap(raw) {
+			if int64(cap(raw)) >= limit {
+				return nil, held, smtp.ErrDataTooLarge
+			}
+			size := min(max(chunk, 2*int64(cap(raw))), limit) // doubling, like append
+			if !s.acquireBuffer(size - held) {
+				return nil, held, errOverloaded
+			}
+			held = size
+			grown := make([]byte, len(raw), size)
+			copy(grown, raw)
+			raw = grown
+		}
+		n, err := r.Read(raw[len(raw):cap(raw)])
+		raw = raw[:len(raw)+n]
+		if errors.Is(err, io.EOF) {
+			return raw, held, nil
+		}
+		if err != nil {
+			return nil, held, fmt.Errorf("read message: %w", err)
+		}
+	}
+}
+
+// parse runs the parser under the node's parse cap, waiting for a slot
+// until deadline.
+func (s *Server) parse(raw []byte, deadline time.Time) (storage.NewMessage, error) {
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case s.parses <- struct{}{}:
+	case <-t.C:
+		return storage.NewMessage{}, errOverloaded
+	}
+	defer func() { <-s.parses }()
+	start := time.Now()
+	msg := s.parser.Parse(raw)
+	s.metrics.stage.WithLabelValues("parse").Observe(time.Since(start).Seconds())
+	return msg, nil
+}
+
+func (s *Server) shuttingDown() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closing
+}
+
+// redisError counts and logs a failed Redis call. The error text goes to
+// the log only, never to the client.
+func (s *Server) redisError(op, ip string, err error) {
+	s.metrics.redisErrors.Inc()
+	s.log.Warn("redis unavailable", "op", op, "ip", ip, "err", err)
+}
+
+// mailboxTag is the mailbox part of an address for debug logs.
+func mailboxTag(addr string) string {
+	tag, _, _ := strings.Cut(addr, "@")
+	return tag
+}

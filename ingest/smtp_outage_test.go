@@ -1,0 +1,98 @@
+package ingest_test
+
+import (
+	"net"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mayfly/mayfly/ingest"
+	"github.com/mayfly/mayfly/ratelimit"
+	"github.com/mayfly/mayfly/storage"
+	"github.com/redis/rueidis"
+)
+
+// throwawayRedis is a standalone redis-server of the test's own, so the test
+// can kill it mid-conversation without disturbing the shared cluster.
+type throwawayRedis struct {
+	cmd  *exec.Cmd
+	addr string
+}
+
+func startThrowawayRedis(t *testing.T) *throwawayRedis {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Fatalf("redis-server not installed (deploy/install-deps.sh installs it): %v", err)
+	}
+	for range 10 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		port := ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+		cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+			"--save", "", "--appendonly", "no", "--dir", t.TempDir())
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		r := &throwawayRedis{cmd: cmd, addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
+		t.Cleanup(r.kill)
+		for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if c, err := net.Dial("tcp", r.addr); err == nil {
+				c.Close()
+				return r
+			}
+		}
+		r.kill() // the port was taken in between; try another
+	}
+	t.Fatal("could not start redis-server")
+	return nil
+}
+
+func (r *throwawayRedis) kill() {
+	if r.cmd.ProcessState == nil {
+		_ = r.cmd.Process.Kill()
+		_ = r.cmd.Wait()
+	}
+}
+
+// TestSMTPRedisUnavailable: with Redis gone, DATA and RCPT answer 451 4.3.0
+// (the sender retries), nothing of Redis's or Go's error text reaches the
+// wire, the rate limits admit (fail open), and the logs keep the detail.
+func TestSMTPRedisUnavailable(t *testing.T) {
+	t.Parallel()
+	redis := startThrowawayRedis(t)
+	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{redis.addr}, DisableCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(client.Close)
+	store := storage.New(client, storage.Config{KeyPrefix: "outage"})
+	limiter := ratelimit.New(client, ratelimit.Config{KeyPrefix: "outage"})
+	h := serveSMTP(t, store, limiter, ingest.Config{RedisTimeout: 500 * time.Millisecond})
+	m, _ := h.mailbox(t, 10*time.Minute)
+
+	converse(t, h.addr, append(envelope(m.Address),
+		step{send: "DATA", want: "354", do: func(*testing.T) { redis.kill() }},
+		step{send: rfc822(m.Address, "lost?", "must be retried"), want: "451 4.3.0"},
+		step{send: "MAIL FROM:<sender@example.org>", want: "250"}, // the transaction limit fails open
+		step{send: "RCPT TO:<" + m.Address + ">", want: "451 4.3.0"},
+		step{send: "RCPT TO:<" + strings.ToUpper(m.Address) + ">", want: "451 4.3.0"},
+		step{send: "QUIT", want: "221"}))
+	// The connection limit fails open too: a new client is greeted.
+	converse(t, h.addr, []step{{want: "220"}, {send: "EHLO client.example.org", want: "250"}})
+
+	if got := h.metric(t, "mayfly_smtp_messages_total", "result", "unavailable"); got != 1 {
+		t.Errorf("messages{result=unavailable} = %v, want 1", got)
+	}
+	if got := h.metric(t, "mayfly_smtp_redis_errors_total"); got < 4 {
+		t.Errorf("redis errors = %v, want at least 4 (deliver, MAIL limit, 2 RCPT, connection limit)", got)
+	}
+	if logs := h.logs.String(); !strings.Contains(logs, "redis unavailable") || !strings.Contains(logs, "storage: redis unavailable") {
+		t.Errorf("logs lack the error detail:\n%s", logs)
+	}
+}

@@ -1,0 +1,112 @@
+package ingest_test
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"math/big"
+	"net"
+	"net/smtp"
+	"testing"
+	"time"
+
+	"github.com/mayfly/mayfly/ingest"
+	"github.com/mayfly/mayfly/storage"
+)
+
+// selfSigned returns a server TLS config with a fresh self-signed
+// certificate for localhost and 127.0.0.1, and a client config that trusts
+// only it.
+func selfSigned(t testing.TB) (server, client *tls.Config) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "localhost"},
+		DNSNames:     []string{"localhost"},
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}, MinVersion: tls.VersionTLS12},
+		&tls.Config{RootCAs: pool, ServerName: "localhost", MinVersion: tls.VersionTLS12}
+}
+
+// TestSMTPStartTLS: with a certificate, EHLO advertises STARTTLS; after the
+// handshake it no longer does, and mail is delivered over TLS.
+func TestSMTPStartTLS(t *testing.T) {
+	t.Parallel()
+	serverTLS, clientTLS := selfSigned(t)
+	h := newSMTPHarness(t, ingest.Config{TLSConfig: serverTLS})
+	m, cred := h.mailbox(t, 10*time.Minute)
+
+	converse(t, h.addr, []step{
+		{want: "220"},
+		{send: "EHLO client.example.org", want: "250 ", has: []string{"STARTTLS", "SIZE 10485760"}},
+	})
+
+	c, err := smtp.Dial(h.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Hello("client.example.org"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.StartTLS(clientTLS); err != nil {
+		t.Fatalf("StartTLS: %v", err)
+	}
+	if state, ok := c.TLSConnectionState(); !ok || !state.HandshakeComplete {
+		t.Fatalf("TLS handshake not complete: %v", ok)
+	}
+	if ok, _ := c.Extension("STARTTLS"); ok {
+		t.Error("STARTTLS is advertised again inside TLS")
+	}
+	if err := c.Mail("sender@example.org"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Rcpt(m.Address); err != nil {
+		t.Fatal(err)
+	}
+	w, err := c.Data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write([]byte("From: <sender@example.org>\r\nSubject: over tls\r\n\r\nencrypted hello\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatalf("end of DATA: %v", err)
+	}
+	if err := c.Quit(); err != nil {
+		t.Fatal(err)
+	}
+	msgs := h.messages(t, m, cred)
+	if len(msgs) != 1 {
+		t.Fatalf("mailbox holds %d messages, want 1", len(msgs))
+	}
+	if got, want := msgs[0].Subject, "over tls"; got != want {
+		t.Errorf("Subject = %q, want %q", got, want)
+	}
+	if got, want := msgs[0].Status, storage.StatusReady; got != want {
+		t.Errorf("Status = %q, want %q", got, want)
+	}
+}

@@ -1,0 +1,112 @@
+package ingest
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// cleanField turns a decoded header value into what the API may show: valid
+// UTF-8, no control characters (CR, LF and TAB become a space, so a folded or
+// hostile header cannot break a line in a log or a client's table), runs of
+// spaces collapsed, trimmed and cut to at most maxRunes runes.
+func cleanField(s string, maxRunes int) string {
+	var b strings.Builder
+	b.Grow(min(len(s), maxRunes*utf8.UTFMax))
+	space := false // a space is pending: written only before the next rune, so none trails
+	n := 0
+runes:
+	for _, r := range s { // an invalid byte comes out as utf8.RuneError
+		switch {
+		case r == ' ' || r == '\t' || r == '\r' || r == '\n':
+			space = n > 0
+			continue
+		case unicode.IsControl(r):
+			continue
+		}
+		if space {
+			if n+1 >= maxRunes {
+				break runes
+			}
+			b.WriteByte(' ')
+			n++
+			space = false
+		}
+		if n >= maxRunes {
+			break runes
+		}
+		b.WriteRune(r)
+		n++
+	}
+	return b.String()
+}
+
+// cleanText normalizes a decoded text body: valid UTF-8, line breaks as "\n",
+// no control characters other than TAB and LF, no trailing white space, and at
+// most maxBytes bytes, cut at a rune boundary.
+func cleanText(s string, maxBytes int) string {
+	var b strings.Builder
+	b.Grow(min(len(s), maxBytes))
+runes:
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:]) // an invalid byte is utf8.RuneError
+		i += size
+		switch {
+		case r == '\r':
+			if i < len(s) && s[i] == '\n' {
+				i++
+			}
+			r = '\n'
+		case r == '\t' || r == '\n':
+		case unicode.IsControl(r):
+			continue
+		}
+		if b.Len()+utf8.RuneLen(r) > maxBytes {
+			break runes
+		}
+		b.WriteRune(r)
+	}
+	return strings.TrimRight(b.String(), " \t\n")
+}
+
+// truncateUTF8 cuts s to at most max bytes without splitting a rune.
+func truncateUTF8(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
+}
+
+// cutHTML cuts sanitized HTML to at most max bytes at a point that is neither
+// inside a tag nor inside a character reference. It relies on the input being
+// the sanitizer's output, where '<' and '>' only delimit tags (text and
+// attribute values have them escaped) and there are no comments.
+func cutHTML(s string, max int) string {
+	s = truncateUTF8(s, max)
+	if lt := strings.LastIndexByte(s, '<'); lt > strings.LastIndexByte(s, '>') {
+		s = s[:lt]
+	}
+	if amp := strings.LastIndexByte(s, '&'); amp >= 0 && strings.IndexByte(s[amp:], ';') < 0 {
+		s = s[:amp]
+	}
+	return s
+}
+
+// validUTF8 replaces every byte of s that is not part of valid UTF-8 with
+// U+FFFD, one per byte as a decoder would (strings.ToValidUTF8 replaces a
+// whole run with one).
+func validUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 16)
+	for _, r := range s {
+		b.WriteRune(r)
+	}
+	return b.String()
+}

@@ -66,8 +66,8 @@ func (h *hub) join(tag string, st *sseStream) {
 		t = &topic{streams: map[*sseStream]struct{}{}, cancel: cancel}
 		h.topics[tag] = t
 		go h.events.Subscribe(ctx, tag,
-			func(ev storage.Event) { h.fanout(tag, signal{event: ev}) },
-			func() { h.fanout(tag, signal{resync: true}) })
+			func(ev storage.Event) { h.fanout(tag, &signal{event: ev}) },
+			func() { h.fanout(tag, &signal{resync: true}) })
 	}
 	t.streams[st] = struct{}{}
 }
@@ -87,7 +87,9 @@ func (h *hub) leave(tag string, st *sseStream) {
 	}
 }
 
-func (h *hub) fanout(tag string, sig signal) {
+// fanout hands every stream of tag the same signal: one allocation per
+// event, a pointer per queued slot.
+func (h *hub) fanout(tag string, sig *signal) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if t := h.topics[tag]; t != nil {
@@ -107,7 +109,7 @@ type sseStream struct {
 	token   string
 	lastID  string // stream id of the last message sent (or covered at open)
 	expires time.Time
-	signals chan signal
+	signals chan *signal
 	cutOnce sync.Once
 	cutCh   chan struct{}
 }
@@ -140,7 +142,7 @@ func (s *Server) handleEvents(ctx *fasthttp.RequestCtx, c *call) error {
 			tok[i*8+j] = byte(v >> (8 * j))
 		}
 	}
-	st := &sseStream{session: sess, token: hex.EncodeToString(tok[:]), signals: make(chan signal, streamQueue), cutCh: make(chan struct{})}
+	st := &sseStream{session: sess, token: hex.EncodeToString(tok[:]), signals: make(chan *signal, streamQueue), cutCh: make(chan struct{})}
 	start, err := s.store.OpenStream(c.ctx, sess, st.token, last, streamMaxReplay)
 	if err != nil {
 		return err
@@ -223,7 +225,7 @@ func (s *Server) serveStream(conn net.Conn, st *sseStream, rid string, replay []
 }
 
 // handleSignal reacts to one hub signal; false ends the stream.
-func (s *Server) handleSignal(w *sseWriter, st *sseStream, sig signal, expiry *time.Timer) bool {
+func (s *Server) handleSignal(w *sseWriter, st *sseStream, sig *signal, expiry *time.Timer) bool {
 	if sig.resync {
 		if !s.catchUp(w, st) {
 			return false

@@ -2,6 +2,8 @@ package edge_test
 
 import (
 	"context"
+	"io"
+	"net"
 	"net/http"
 	"regexp"
 	"strings"
@@ -515,5 +517,28 @@ func TestExtensionStopsAtMax(t *testing.T) {
 	u.want(r, 200, "")
 	if got := r.data("mailbox")["expires_at"]; got != max {
 		t.Errorf("grant at the cap moved expires_at to %v", got)
+	}
+}
+
+func TestSlowClientsAreCutOff(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(c *edge.Config, _ *ratelimit.Config) { c.ReadTimeout = 300 * time.Millisecond })
+	conn, err := net.Dial("tcp", strings.TrimPrefix(strings.TrimSuffix(e.base, "/v1"), "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// Half a request, then nothing: the server must not wait forever.
+	if _, err := conn.Write([]byte("GET /v1/domains HTTP/1.1\r\nHost: x\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	start := time.Now()
+	_, err = io.ReadAll(conn)
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatalf("connection still open after %v", time.Since(start))
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("slow client held the connection for %v", d)
 	}
 }

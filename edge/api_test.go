@@ -1,7 +1,6 @@
 package edge_test
 
 import (
-	"context"
 	"io"
 	"net"
 	"net/http"
@@ -14,7 +13,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/mayfly/mayfly/edge"
 	"github.com/mayfly/mayfly/ratelimit"
-	"github.com/mayfly/mayfly/storage"
 	"github.com/mayfly/mayfly/storage/storagetest"
 )
 
@@ -134,13 +132,7 @@ func TestSessionEndpointsAfterDestroyAndExpiry(t *testing.T) {
 	}
 
 	// Expiry: a mailbox made with a sub-minute lifetime straight in storage.
-	m, scoped, err := e.store.Create(context.Background(), storage.NewTag(), "mayfly.test", 600*time.Millisecond, "o")
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := e.newUser("")
-	v.hc.Jar.SetCookies(mustURL(e.base), []*http.Cookie{{Name: "mayfly_" + strings.ReplaceAll(m.ID.String(), "-", ""), Value: scoped.String(), Path: "/v1"}})
-	v.want(v.do("POST", "/mailboxes/"+m.ID.String()+"/select", ""), 200, "")
+	v, m := e.shortLived(600 * time.Millisecond)
 	time.Sleep(time.Until(m.ExpiresAt) + 50*time.Millisecond)
 	v.want(v.do("GET", "/messages", ""), 401, "MAILBOX_SESSION_INVALID")
 	v.want(v.do("GET", "/mailboxes/current", ""), 401, "MAILBOX_SESSION_INVALID")

@@ -256,13 +256,7 @@ func TestEventsEndOnDeleteAndExpiry(t *testing.T) {
 	u.want(u.do("DELETE", "/mailboxes/current", ""), 204, "")
 	s.waitEnd(t, time.Second)
 
-	m, scoped, err := e.store.Create(context.Background(), storage.NewTag(), "mayfly.test", 1500*time.Millisecond, "o")
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := e.newUser("")
-	v.hc.Jar.SetCookies(mustURL(e.base), []*http.Cookie{{Name: "mayfly_" + strings.ReplaceAll(m.ID.String(), "-", ""), Value: scoped.String(), Path: "/v1"}})
-	v.want(v.do("POST", "/mailboxes/"+m.ID.String()+"/select", ""), 200, "")
+	v, m := e.shortLived(1500 * time.Millisecond)
 	s2, _ := v.openStream()
 	select {
 	case <-s2.ended:
@@ -275,13 +269,7 @@ func TestEventsEndOnDeleteAndExpiry(t *testing.T) {
 func TestEventsExtensionMovesDeadline(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	m, scoped, err := e.store.Create(context.Background(), storage.NewTag(), "mayfly.test", 1500*time.Millisecond, "o")
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := e.newUser("")
-	v.hc.Jar.SetCookies(mustURL(e.base), []*http.Cookie{{Name: "mayfly_" + strings.ReplaceAll(m.ID.String(), "-", ""), Value: scoped.String(), Path: "/v1"}})
-	v.want(v.do("POST", "/mailboxes/"+m.ID.String()+"/select", ""), 200, "")
+	v, m := e.shortLived(1500 * time.Millisecond)
 	s, _ := v.openStream()
 	v.want(v.do("PATCH", "/mailboxes/current", `{"extension_minutes": 1}`), 200, "")
 	select {

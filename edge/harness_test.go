@@ -298,3 +298,18 @@ func mustURL(s string) *url.URL {
 	}
 	return u
 }
+
+// shortLived creates, straight in storage, a mailbox living only lifetime (the
+// API's minimum is a minute), and a user whose jar holds its scoped cookie
+// and has selected it.
+func (e *env) shortLived(lifetime time.Duration) (*user, storage.Mailbox) {
+	e.t.Helper()
+	m, scoped, err := e.store.Create(context.Background(), storage.NewTag(), "mayfly.test", lifetime, "o")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	u := e.newUser("")
+	u.hc.Jar.SetCookies(mustURL(e.base), []*http.Cookie{{Name: "mayfly_" + strings.ReplaceAll(m.ID.String(), "-", ""), Value: scoped.String(), Path: "/v1"}})
+	u.want(u.do("POST", "/mailboxes/"+m.ID.String()+"/select", ""), 200, "")
+	return u, m
+}

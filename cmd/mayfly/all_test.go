@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/cookiejar"
 	"net/smtp"
@@ -119,7 +120,7 @@ func TestRunAll(t *testing.T) {
 // listeningAddrs reads run's JSON log until every kind has logged its
 // "listening" line and returns the addresses; the rest of the log is
 // drained in the background.
-func listeningAddrs(t *testing.T, logs io.Reader, kinds ...string) map[string]string {
+func listeningAddrs(t testing.TB, logs io.Reader, kinds ...string) map[string]string {
 	t.Helper()
 	found := make(chan map[string]string, 1)
 	go func() {
@@ -132,8 +133,12 @@ func listeningAddrs(t *testing.T, logs io.Reader, kinds ...string) map[string]st
 			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "listening" {
 				addrs[line.Kind] = line.Addr
 			}
-			if !sent && len(addrs) == len(kinds) {
-				found <- addrs
+			all := true
+			for _, k := range kinds {
+				all = all && addrs[k] != ""
+			}
+			if !sent && all {
+				found <- maps.Clone(addrs)
 				sent = true
 			}
 		}

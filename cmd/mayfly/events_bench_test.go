@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
 	"net/http/cookiejar"
 	"net/smtp"
@@ -46,7 +45,7 @@ func BenchmarkEventLatency(b *testing.B) {
 		run(ctx, []string{"all"}, func(k string) string { return env[k] }, io.Discard, logw)
 		logw.Close()
 	}()
-	addrs := listeningAddrsB(b, logs, "http", "smtp")
+	addrs := listeningAddrs(b, logs, "http", "smtp")
 	api := "http://" + addrs["http"] + "/v1"
 	jar, _ := cookiejar.New(nil)
 	client := &http.Client{Jar: jar}
@@ -134,7 +133,7 @@ func BenchmarkIdleStreamsRSS(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
-	addrs := listeningAddrsB(b, stderr, "http")
+	addrs := listeningAddrs(b, stderr, "http")
 	api := "http://" + addrs["http"] + "/v1"
 
 	var jars []*http.Client
@@ -198,36 +197,4 @@ func rssKiB(b *testing.B, pid int) int {
 	}
 	b.Fatal("no VmRSS")
 	return 0
-}
-
-// listeningAddrsB is listeningAddrs for benchmarks.
-func listeningAddrsB(b *testing.B, logs io.Reader, kinds ...string) map[string]string {
-	b.Helper()
-	found := make(chan map[string]string, 1)
-	go func() {
-		addrs := map[string]string{}
-		sc := bufio.NewScanner(logs)
-		sent := false
-		for sc.Scan() {
-			var line struct{ Msg, Kind, Addr string }
-			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "listening" {
-				addrs[line.Kind] = line.Addr
-			}
-			all := true
-			for _, k := range kinds {
-				all = all && addrs[k] != ""
-			}
-			if !sent && all {
-				found <- maps.Clone(addrs)
-				sent = true
-			}
-		}
-	}()
-	select {
-	case a := <-found:
-		return a
-	case <-time.After(30 * time.Second):
-		b.Fatal("no listening lines")
-		return nil
-	}
 }

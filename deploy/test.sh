@@ -46,5 +46,13 @@ set +e
 # shellcheck disable=SC2086 # GOTESTFLAGS is a list of flags
 MAYFLY_TEST_REDIS_ADDRS=$addrs go test -race -count=1 -timeout 8m ${GOTESTFLAGS:-} "${pkgs[@]}"
 rc=$?
+# A short fuzz run of MIME parsing and HTML sanitizing on every full run, so
+# new code meets fresh inputs; longer runs are for `go test -fuzz` by hand.
+# A shorter minimize time keeps the fuzzer from stalling on a new input.
+if ((rc == 0)) && [[ ${pkgs[*]} == ./... && -z ${MAYFLY_SKIP_FUZZ:-} ]]; then
+	for target in FuzzParse FuzzSanitize; do
+		go test ./ingest -run '^$' -fuzz "^$target\$" -fuzztime "${MAYFLY_FUZZTIME:-10s}" -fuzzminimizetime 5s || { rc=$?; break; }
+	done
+fi
 set -e
 exit "$rc"

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -113,7 +114,7 @@ func TestParseCorpusInvariants(t *testing.T) {
 		{file: "attachment", status: storage.StatusReady, inText: []string{"The report and the notes are attached."}, notIn: []string{"MUST-NOT-SHOW"}},
 		{file: "message-rfc822", status: storage.StatusReady, inText: []string{"See the forwarded message below."}, notIn: []string{"INNER-MESSAGE", "The original"}},
 		{file: "invalid-utf8-header", status: storage.StatusReady, subject: "Invalid \uFFFD\uFFFD bytes and Latin-1 \uFFFDt\uFFFD in a raw header", inText: []string{"invalid byte \uFFFD here and valid UTF-8 é here"}},
-		{file: "control-chars", status: storage.StatusReady, subject: "Bell Esc[31m red Tab CR LF null C1end", inText: []string{"NUL, a bell and a tab\tkept.\nCRLF and a lone CR\nstay line breaks."}},
+		{file: "control-chars", status: storage.StatusReady, subject: "Bell Esc[31m red Tab CR LF null C1 end", inText: []string{"NUL, a bell and a tab\tkept.\nCRLF and a lone CR\nstay line breaks."}},
 		{file: "unparsable", status: storage.StatusFailed, from: "Eve <eve@example.org>", subject: "Cannot be parsed", notIn: []string{"never shown"}},
 		{file: "too-deep", status: storage.StatusFailed, subject: "Nested eleven levels deep", notIn: []string{"too deep to be shown"}},
 		{file: "multi-text", status: storage.StatusReady, inText: []string{"First inline text part.\n--\nSecond inline text part"}},
@@ -283,9 +284,13 @@ func TestParseLimits(t *testing.T) {
 		{"part header past limit", "Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nX-Pad: " + strings.Repeat("x", 400) + "\r\n\r\nbody\r\n--b--\r\n", errHeaderTooLarge},
 		{"part header without blank line past limit", "Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\n" + strings.Repeat("x", 500), errHeaderTooLarge},
 		{"boundary too long", "Content-Type: multipart/mixed; boundary=" + strings.Repeat("b", maxBoundaryLen+1) + "\r\n\r\n", errBoundaryTooLong},
-		{"delimiters inside lines count", "Content-Type: multipart/mixed; boundary=b\r\n\r\n" + strings.Repeat("x --b \r\n", 11), errTooManyParts},
+		{"delimiters inside lines count", "Content-Type: multipart/mixed; boundary=b\r\n\r\n" + strings.Repeat("x --b \r\n\r\nbody\r\n", 11), errTooManyParts},
+		{"delimiters inside a part header", "Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nX-A: 1" + strings.Repeat(" --b ", maxHeaderCuts+1) + "\r\n\r\nbody\r\n--b--\r\n", errAmbiguousHeader},
 		{"terminator closes depth", closedSiblings(5), nil},
 		{"unterminated containers count as open", unclosedSiblings(3), errTooDeep},
+		{"media type parameters at limit", "Content-Type: text/plain" + strings.Repeat("; a=b", maxMediaTypeParams) + "\r\n\r\nx", nil},
+		{"media type parameters past limit", "Content-Type: text/plain" + strings.Repeat("; a=b", maxMediaTypeParams+1) + "\r\n\r\nx", errMediaTypeTooLong},
+		{"disposition parameters past limit in a part", "Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Disposition: attachment" + strings.Repeat(";a=b", maxMediaTypeParams+1) + "\r\n\r\nx\r\n--b--\r\n", errMediaTypeTooLong},
 	}
 	p := NewParser(cfg)
 	for _, tt := range tests {
@@ -451,6 +456,118 @@ func TestPrescanAgreesWithEnmime(t *testing.T) {
 			t.Errorf("input %d: %v", i, err)
 		}
 	}
+}
+
+// TestPrescanRandomMIME generates messages from a grammar of MIME fragments
+// chosen to confuse a boundary scanner — short boundaries that prefix each
+// other, delimiters inside lines, bare CRs, headers without blank lines,
+// unclosed and reused boundaries — and checks that enmime never finds more
+// parts or depth in a message than the pre-scan allowed.
+func TestPrescanRandomMIME(t *testing.T) {
+	t.Parallel()
+	const n = 10000
+	p := NewParser(ParserConfig{MaxParts: 4, MaxDepth: 2, MaxHeaderBytes: 256})
+	accepted, atLimit := 0, 0
+	for seed := range uint64(n) {
+		raw := randomMIME(seed)
+		if p.prescan(raw) == nil {
+			accepted++
+			if root, err := p.mime.ReadParts(bytes.NewReader(raw)); err == nil {
+				if parts, depth := shape(root); parts == p.cfg.MaxParts || depth == p.cfg.MaxDepth {
+					atLimit++
+				}
+			}
+		}
+		if err := agreesWithEnmime(p, raw); err != nil {
+			t.Fatalf("seed %d: %v\n%q", seed, err, raw)
+		}
+	}
+	// Both outcomes must be common, and many accepted messages must reach a
+	// limit in enmime's eyes, or the grammar tests nothing.
+	if accepted < n/5 || accepted > n*4/5 || atLimit < n/20 {
+		t.Errorf("pre-scan accepted %d of %d messages, %d of them at a limit; want a mix", accepted, n, atLimit)
+	}
+}
+
+// FuzzPrescan runs TestPrescanRandomMIME's check on fuzzer-chosen seeds.
+func FuzzPrescan(f *testing.F) {
+	f.Add(uint64(1))
+	p := NewParser(ParserConfig{MaxParts: 4, MaxDepth: 2, MaxHeaderBytes: 256})
+	f.Fuzz(func(t *testing.T, seed uint64) {
+		if err := agreesWithEnmime(p, randomMIME(seed)); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// randomMIME builds a message of random MIME fragments from seed: mostly
+// part-shaped (a delimiter, maybe a Content-Type, maybe a blank line, a
+// body) and mostly using the boundary declared last, mixed with lines that
+// only look like parts of MIME.
+func randomMIME(seed uint64) []byte {
+	r := rand.New(rand.NewPCG(seed, 42))
+	boundaries := []string{"a", "ab", "a b", "=_x"}
+	pick := func(s ...string) string { return s[r.IntN(len(s))] }
+	var open []string // boundaries declared, innermost last
+	b := func() string {
+		if len(open) > 0 && r.IntN(4) > 0 {
+			return open[len(open)-1]
+		}
+		return boundaries[r.IntN(len(boundaries))]
+	}
+	nl := func() string {
+		if r.IntN(12) == 0 {
+			return pick("\r", "\n\r\n", "\r\r\n")
+		}
+		return pick("\r\n", "\n")
+	}
+	ctype := func() string {
+		bb := boundaries[r.IntN(len(boundaries))]
+		ct := pick("Content-Type: multipart/mixed; boundary=\""+bb+"\"",
+			"Content-Type: multipart/mixed; boundary=\""+bb+"\"",
+			"Content-Type: multipart/alternative;"+nl()+" boundary=\""+bb+"\"",
+			"Content-type: application/x; boundary=\""+bb+"\"",
+			"Content-Type: multipart/mixed; boundary*0=\""+bb[:1]+"\"; boundary*1=\""+bb[1:]+"\"",
+			"Content-Type: text/plain; boundary=\""+bb+"\"",
+			"Content-Type: text/plain",
+			"X-Other: multipart/mixed; boundary=\""+bb+"\"")
+		if strings.Contains(ct, "boundary") {
+			open = append(open, bb)
+		}
+		return ct
+	}
+	var m strings.Builder
+	root := ctype()
+	if r.IntN(4) > 0 {
+		open = append(open[:0], boundaries[r.IntN(len(boundaries))])
+		root = "Content-Type: multipart/mixed; boundary=\"" + open[0] + "\""
+	}
+	m.WriteString("Subject: random\r\n" + root + "\r\n\r\n")
+	for range r.IntN(30) {
+		switch r.IntN(7) {
+		case 0, 1, 2: // a part
+			m.WriteString(pick("", "", "", "", "", "x", " ", "\r") + "--" + b() + pick("", "", " ", "\t", "x") + nl())
+			if r.IntN(3) > 0 {
+				m.WriteString(ctype() + nl())
+			}
+			if r.IntN(6) > 0 {
+				m.WriteString(nl())
+			}
+			if r.IntN(2) > 0 {
+				m.WriteString(pick("body", "x --"+b()+" y", strings.Repeat("y", r.IntN(300))) + nl())
+			}
+		case 3: // a terminator
+			m.WriteString(pick("", "", "", "x") + "--" + b() + "--" + nl())
+			if len(open) > 0 && r.IntN(2) > 0 {
+				open = open[:len(open)-1]
+			}
+		case 4: // a header line out of place
+			m.WriteString(pick(ctype(), "Content-Disposition: inline", " folded", ":", "--") + nl())
+		case 5, 6:
+			m.WriteString(nl())
+		}
+	}
+	return []byte(m.String())
 }
 
 // agreesWithEnmime returns an error if p's pre-scan accepts raw but enmime

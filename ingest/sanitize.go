@@ -19,10 +19,11 @@ var (
 	htmlFontSize = regexp.MustCompile(`^[+-]?[1-7]$`)
 	htmlLang     = regexp.MustCompile(`^[a-zA-Z]{2,8}(-[a-zA-Z0-9]{1,8})*$`)
 
-	// linkHref keeps only absolute http, https and mailto links: relative links
-	// mean nothing in an isolated frame and every other scheme (javascript:,
-	// vbscript:, data:, file:, cid:, ...) is either dangerous or dead.
-	linkHref = regexp.MustCompile(`(?i)^\s*(https?://|mailto:)`)
+	// linkHref keeps only absolute http and https links with a host, and
+	// mailto links: relative links mean nothing in an isolated frame and every
+	// other scheme (javascript:, vbscript:, data:, file:, cid:, ...) is either
+	// dangerous or dead.
+	linkHref = regexp.MustCompile(`(?i)^\s*(https?://[^\s/?#]|mailto:)`)
 
 	// dataImage matches the opaque part of the data: URIs kept as images.
 	// SVG is left out on purpose: it is a document that can carry script.
@@ -31,7 +32,7 @@ var (
 	// imageSrc is img.src without remote images, imageSrcRemote with them.
 	// http: is never allowed: it would leak the reader over plain text too.
 	imageSrc       = regexp.MustCompile(`(?i)^\s*data:image/(png|gif|jpeg|webp);base64,`)
-	imageSrcRemote = regexp.MustCompile(`(?i)^\s*(https://|data:image/(png|gif|jpeg|webp);base64,)`)
+	imageSrcRemote = regexp.MustCompile(`(?i)^\s*(https://[^\s/?#]|data:image/(png|gif|jpeg|webp);base64,)`)
 )
 
 // styleProperties are the CSS properties kept in style attributes. Each is

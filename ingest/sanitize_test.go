@@ -246,6 +246,8 @@ func TestSanitizeBenign(t *testing.T) {
 		{"link with sender's rel and target", false, `<a href="https://example.org/" rel="opener" target="_self" title="t">x</a>`, `<a href="https://example.org/" title="t" rel="nofollow noreferrer noopener" target="_blank">x</a>`},
 		{"mailto link", false, `<a href="mailto:a@example.org">mail</a>`, `<a href="mailto:a@example.org" rel="nofollow noreferrer">mail</a>`},
 		{"relative link dropped", false, `<a href="/x">x</a>`, `x`},
+		{"link without host dropped", false, `<a href="http:">x</a><a href="https:x.example">y</a><a href="https://">z</a>`, `xyz`},
+		{"image without host dropped", true, `<img src="https://" alt="a"><img src="https:///x.png" alt="b">`, `<img alt="a"><img alt="b">`},
 		{"small data image", false, `<img src="` + png + `" alt="dot">`, `<img src="` + png + `" alt="dot">`},
 		{"large data image dropped", false, `<img src="` + big + `" alt="big">`, `<img alt="big">`},
 		{"remote image dropped", false, `<img src="https://cdn.example.org/logo.png" alt="Logo" width="100">`, `<img alt="Logo" width="100">`},
@@ -450,6 +452,24 @@ func TestCheckHTMLCatches(t *testing.T) {
 	for _, s := range unsafe {
 		if err := checkHTML(s, true); err == nil {
 			t.Errorf("checkHTML(%q) = nil, want an error", s)
+		}
+	}
+}
+
+func TestSanitizeDataImageLimit(t *testing.T) {
+	uri := "data:image/gif;base64," + strings.Repeat("R0lG", 20) // 102 bytes
+	tests := []struct {
+		max  int
+		kept bool
+	}{
+		{max: len(uri), kept: true},
+		{max: len(uri) - 1, kept: false},
+	}
+	for _, tt := range tests {
+		p := NewParser(ParserConfig{MaxDataImageBytes: tt.max})
+		got := p.Sanitize(`<img src="` + uri + `" alt="x">`)
+		if kept := strings.Contains(got, uri); kept != tt.kept {
+			t.Errorf("MaxDataImageBytes=%d: image kept = %v, want %v (%q)", tt.max, kept, tt.kept, got)
 		}
 	}
 }

@@ -7,9 +7,9 @@ import (
 )
 
 // cleanField turns a decoded header value into what the API may show: valid
-// UTF-8, no control characters (CR, LF and TAB become a space, so a folded or
-// hostile header cannot break a line in a log or a client's table), runs of
-// spaces collapsed, trimmed and cut to at most maxRunes runes.
+// UTF-8, no control characters, every run of white space (CR, LF, TAB, NBSP,
+// ...) one ASCII space, so a folded or hostile header cannot break a line in a
+// log or a client's table, trimmed and cut to at most maxRunes runes.
 func cleanField(s string, maxRunes int) string {
 	var b strings.Builder
 	b.Grow(min(len(s), maxRunes*utf8.UTFMax))
@@ -18,7 +18,7 @@ func cleanField(s string, maxRunes int) string {
 runes:
 	for _, r := range s { // an invalid byte comes out as utf8.RuneError
 		switch {
-		case r == ' ' || r == '\t' || r == '\r' || r == '\n':
+		case unicode.IsSpace(r):
 			space = n > 0
 			continue
 		case unicode.IsControl(r):

@@ -1,0 +1,118 @@
+package ingest
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestCleanField(t *testing.T) {
+	tests := []struct {
+		in   string
+		max  int
+		want string
+	}{
+		{"plain", 10, "plain"},
+		{"  a \t b\r\n c  ", 10, "a b c"},
+		{"\x00\x07\x1b\x7f\u0085\u009b", 10, ""},
+		{"a\x00b", 10, "ab"},
+		{"abc", 2, "ab"},
+		{"a b", 2, "a"}, // not "a " with a trailing space
+		{"äöü", 2, "äö"},
+		{"a\xff\xfeb", 10, "a\uFFFD\uFFFDb"},
+		{"\xc3\x28", 10, "\uFFFD("},
+		{"日本語", 10, "日本語"},
+		{"\u00a0a\u2003\u2003b\u0085", 10, "a b"},
+	}
+	for _, tt := range tests {
+		if got := cleanField(tt.in, tt.max); got != tt.want {
+			t.Errorf("cleanField(%q, %d) = %q, want %q", tt.in, tt.max, got, tt.want)
+		}
+	}
+}
+
+func TestCleanText(t *testing.T) {
+	tests := []struct {
+		in   string
+		max  int
+		want string
+	}{
+		{"a\r\nb\rc\n", 100, "a\nb\nc"},
+		{"x\x00y\x1bz\tw\t \n\n", 100, "xyz\tw"},
+		{"\ttab first", 100, "\ttab first"},
+		{"\xffa", 100, "\uFFFDa"},
+		{"äöü", 3, "ä"},
+		{"äöü", 4, "äö"},
+		{"a\r\n", 1, "a"},
+	}
+	for _, tt := range tests {
+		if got := cleanText(tt.in, tt.max); got != tt.want {
+			t.Errorf("cleanText(%q, %d) = %q, want %q", tt.in, tt.max, got, tt.want)
+		}
+	}
+}
+
+func TestCutHTML(t *testing.T) {
+	tests := []struct {
+		in   string
+		max  int
+		want string
+	}{
+		{"<p>abc</p>", 100, "<p>abc</p>"},
+		{"<p>abc</p>", 10, "<p>abc</p>"},
+		{"<p>abc</p>", 5, "<p>ab"},
+		{"<p>abc</p>", 8, "<p>abc"},                   // inside the end tag
+		{"<p>a &amp; b</p>", 8, "<p>a "},              // inside a character reference
+		{"<p>a &amp; b</p>", 10, "<p>a &amp;"},        // just after it
+		{"<p>é</p>", 4, "<p>"},                        // inside a rune
+		{`<a href="https://x.example/">x</a>`, 9, ""}, // inside the first tag
+	}
+	for _, tt := range tests {
+		got := cutHTML(tt.in, tt.max)
+		if got != tt.want {
+			t.Errorf("cutHTML(%q, %d) = %q, want %q", tt.in, tt.max, got, tt.want)
+		}
+		if len(got) > tt.max {
+			t.Errorf("cutHTML(%q, %d) has %d bytes", tt.in, tt.max, len(got))
+		}
+	}
+}
+
+func TestValidUTF8(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"ok é", "ok é"},
+		{"a\xff\xfeb", "a\uFFFD\uFFFDb"},
+		{"\xe2\x82", "\uFFFD\uFFFD"},
+	}
+	for _, tt := range tests {
+		if got := validUTF8(tt.in); got != tt.want {
+			t.Errorf("validUTF8(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+// TestParseConcurrent shares one Parser between goroutines; run with -race.
+func TestParseConcurrent(t *testing.T) {
+	p := NewParser(ParserConfig{})
+	raw := benchMessage(8 << 10)
+	want := p.Parse(raw)
+	errs := make(chan string, 8)
+	for range 8 {
+		go func() {
+			got := p.Parse(raw)
+			if got != want {
+				errs <- "concurrent Parse differs from sequential Parse"
+				return
+			}
+			if !strings.Contains(got.HTML, "Grüße") {
+				errs <- "HTML lacks its text"
+				return
+			}
+			errs <- ""
+		}()
+	}
+	for range 8 {
+		if e := <-errs; e != "" {
+			t.Error(e)
+		}
+	}
+}

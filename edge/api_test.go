@@ -534,3 +534,20 @@ func TestSlowClientsAreCutOff(t *testing.T) {
 		t.Errorf("slow client held the connection for %v", d)
 	}
 }
+
+func TestRedisTimeoutIs503(t *testing.T) {
+	t.Parallel()
+	rs := startRedis(t)
+	e := newEnvOn(t, rs.client(), func(c *edge.Config, _ *ratelimit.Config) { c.RedisTimeout = 300 * time.Millisecond })
+	u := e.newUser("")
+	u.open()
+	rs.cli("CLIENT", "PAUSE", "2000", "ALL") // Redis holds every command: slow, not down
+	start := time.Now()
+	r := u.do("GET", "/messages", "")
+	u.want(r, 503, "DEPENDENCY_UNAVAILABLE")
+	if d := time.Since(start); d > 1500*time.Millisecond {
+		t.Errorf("answer took %v with a 300 ms Redis budget", d)
+	}
+	time.Sleep(2 * time.Second)
+	u.want(u.do("GET", "/messages", ""), 200, "")
+}

@@ -54,11 +54,37 @@ func TestRunAll(t *testing.T) {
 	mb := created.Data.Mailbox
 	call(t, client, "POST", api+"/mailboxes/"+mb.ID+"/select", "", http.StatusOK, nil)
 
+	// The event stream is open before the mail arrives.
+	events, err := client.Get(api + "/events")
+	if err != nil || events.StatusCode != http.StatusOK {
+		t.Fatalf("GET /events: %v %v", err, events)
+	}
+	defer events.Body.Close()
+	eventData := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(events.Body)
+		for sc.Scan() {
+			if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				eventData <- d
+				return
+			}
+		}
+	}()
+
 	msg := "From: Mayfly Test <sender@example.org>\r\nTo: <" + mb.Address + ">\r\n" +
 		"Subject: code 424242\r\nContent-Type: text/html; charset=utf-8\r\n\r\n" +
 		"<p>Your code is <b>424242</b></p><img src=\"https://tracker.example/p.gif\">\r\n"
 	if err := smtp.SendMail(addrs["smtp"], nil, "sender@example.org", []string{mb.Address}, []byte(msg)); err != nil {
 		t.Fatalf("SendMail: %v", err)
+	}
+	select {
+	case d := <-eventData:
+		var ev struct{ ID, From, Subject, Status string }
+		if err := json.Unmarshal([]byte(d), &ev); err != nil || ev.Subject != "code 424242" || ev.From != "Mayfly Test <sender@example.org>" || ev.Status != "ready" {
+			t.Errorf("message.received data = %s (%v)", d, err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no message.received event within 5 s of the SMTP 250")
 	}
 
 	var list struct {

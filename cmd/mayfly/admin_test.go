@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 )
 
 func TestAdminEndpoints(t *testing.T) {
@@ -30,7 +31,7 @@ func TestAdminEndpoints(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			reg := prometheus.NewRegistry()
-			reg.MustRegister(prometheus.NewGoCollector())
+			reg.MustRegister(collectors.NewGoCollector())
 			srv := httptest.NewServer(adminMux(reg, func(context.Context) error { return tt.ping }))
 			defer srv.Close()
 			resp, err := http.Get(srv.URL + tt.path)

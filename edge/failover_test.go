@@ -3,7 +3,6 @@ package edge_test
 import (
 	"context"
 	"errors"
-	"strings"
 	"testing"
 	"time"
 
@@ -33,8 +32,7 @@ func TestEventsSurviveFailover(t *testing.T) {
 	before := e.deliver(addr, "before")
 	assertMessageEvent(t, s.next(t, 5*time.Second), before)
 
-	tag, _, _ := strings.Cut(addr, "@")
-	primary := cluster.PrimaryFor("failover:{" + tag + "}:box")
+	primary := cluster.PrimaryFor("failover:{" + storage.TagOf(addr) + "}:box")
 	cluster.Kill(primary)
 
 	// Deliver as an SMTP sender would: retry on failure until accepted.

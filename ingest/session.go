@@ -179,7 +179,7 @@ func (s *session) deliver(msg storage.NewMessage) error {
 			delivered++
 			s.srv.metrics.stored.WithLabelValues(string(msg.Status)).Inc()
 		case errors.Is(err, storage.ErrMailboxNotFound):
-			s.srv.log.Debug("smtp mailbox gone before delivery", "ip", s.conn.ip, "mailbox", mailboxTag(s.rcpts[i]))
+			s.srv.log.Debug("smtp mailbox gone before delivery", "ip", s.conn.ip, "mailbox", storage.TagOf(s.rcpts[i]))
 		default:
 			s.srv.redisError("smtp deliver", s.conn.ip, err)
 			if failed == nil {
@@ -268,10 +268,4 @@ func (s *Server) shuttingDown() bool {
 func (s *Server) redisError(op, ip string, err error) {
 	s.metrics.redisErrors.Inc()
 	s.log.Warn("redis unavailable", "op", op, "ip", ip, "err", err)
-}
-
-// mailboxTag is the mailbox part of an address for debug logs.
-func mailboxTag(addr string) string {
-	tag, _, _ := strings.Cut(addr, "@")
-	return tag
 }

@@ -11,6 +11,7 @@ package storage
 
 import (
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -57,13 +58,13 @@ type Mailbox struct {
 }
 
 // Tag returns the mailbox's hash tag (the local part of its address).
-func (m Mailbox) Tag() string {
-	for i := 0; i < len(m.Address); i++ {
-		if m.Address[i] == '@' {
-			return m.Address[:i]
-		}
-	}
-	return m.Address
+func (m Mailbox) Tag() string { return TagOf(m.Address) }
+
+// TagOf returns the tag an address names: its local part, lower-cased. It
+// does not say whether such a mailbox exists, or whether the tag is valid.
+func TagOf(address string) string {
+	local, _, _ := strings.Cut(address, "@")
+	return strings.ToLower(local)
 }
 
 // Summary is what the message list shows of a message.

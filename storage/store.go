@@ -254,11 +254,11 @@ func (s *Store) DeleteMessage(ctx context.Context, session Credential, id uuid.U
 // or false when it cannot be a Mayfly address.
 func splitAddress(address string) (tag, lower string, ok bool) {
 	lower = strings.ToLower(address)
-	local, domain, found := strings.Cut(lower, "@")
-	if !found || domain == "" || !ValidTag(local) {
+	tag = TagOf(lower)
+	if _, domain, found := strings.Cut(lower, "@"); !found || domain == "" || !ValidTag(tag) {
 		return "", "", false
 	}
-	return local, lower, true
+	return tag, lower, true
 }
 
 // Exists reports whether a live mailbox has address (case-insensitive).

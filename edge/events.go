@@ -3,9 +3,7 @@ package edge
 import (
 	"bufio"
 	"context"
-	"encoding/hex"
 	"encoding/json"
-	"math/rand/v2"
 	"net"
 	"strconv"
 	"strings"
@@ -135,14 +133,7 @@ func (s *Server) handleEvents(ctx *fasthttp.RequestCtx, c *call) error {
 	if v := ctx.Request.Header.Peek("Last-Event-ID"); len(v) == 36 {
 		last, _ = uuid.ParseBytes(v)
 	}
-	var tok [16]byte
-	for i := range 2 {
-		v := rand.Uint64()
-		for j := range 8 {
-			tok[i*8+j] = byte(v >> (8 * j))
-		}
-	}
-	st := &sseStream{session: sess, token: hex.EncodeToString(tok[:]), signals: make(chan *signal, streamQueue), cutCh: make(chan struct{})}
+	st := &sseStream{session: sess, token: randomID() + randomID(), signals: make(chan *signal, streamQueue), cutCh: make(chan struct{})}
 	start, err := s.store.OpenStream(c.ctx, sess, st.token, last, streamMaxReplay)
 	if err != nil {
 		return err

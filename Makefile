@@ -10,7 +10,7 @@ STATICCHECK_VERSION ?= v0.8.2
 
 GO ?= go
 
-.PHONY: build run test lint cluster-up cluster-down clean
+.PHONY: build run test lint bench bench-smoke cluster-up cluster-down clean
 
 build:
 	$(GO) build -o bin/mayfly ./cmd/mayfly
@@ -31,6 +31,17 @@ lint:
 	if [ -n "$$unformatted" ]; then echo "gofmt -l: these files need gofmt -w:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+	cd bench && $(GO) vet ./... && $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+
+# The benchmarks of bench/README.md on a throwaway cluster: writes
+# bench/RESULTS.md (about 8 minutes). `make bench BENCH_ONLY=A,D` runs some
+# scenarios and writes nothing. bench-smoke runs every scenario once, briefly,
+# at tiny scale, to prove the scripts work (CI runs it; its figures mean nothing).
+bench:
+	BENCH_ONLY=$(BENCH_ONLY) bash bench/run.sh full
+
+bench-smoke:
+	bash bench/run.sh tiny
 
 # A cluster for running tests by hand:
 #   make cluster-up && MAYFLY_TEST_REDIS_ADDRS=$$(deploy/cluster.sh addrs) go test ./storage/...
@@ -42,5 +53,5 @@ cluster-down:
 	bash deploy/cluster.sh down
 
 clean:
-	rm -rf bin
+	rm -rf bin bench/bin
 	rm -f jar *.out *.prof *.test

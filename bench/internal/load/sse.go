@@ -1,0 +1,88 @@
+package load
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Stream is one open GET /events, read over a connection of its own with one
+// goroutine (so that 10,000 of them stay cheap for the load generator).
+type Stream struct {
+	conn net.Conn
+	body io.ReadCloser
+}
+
+// Event is one server-sent event.
+type Event struct {
+	Type string
+	Data string
+}
+
+// OpenStream opens the event stream of the inbox whose session cookie is
+// given, as client ip, and returns once the server answered 200.
+func OpenStream(api, cookie, ip string, timeout time.Duration) (*Stream, error) {
+	u, err := url.Parse(api + "/events")
+	if err != nil {
+		return nil, err
+	}
+	conn, err := net.DialTimeout("tcp", u.Host, timeout)
+	if err != nil {
+		return nil, err
+	}
+	req, _ := http.NewRequest("GET", u.String(), nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Cookie", cookie)
+	req.Header.Set("X-Forwarded-For", ip)
+	conn.SetDeadline(time.Now().Add(timeout))
+	if err := req.Write(conn); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	resp, err := http.ReadResponse(bufio.NewReaderSize(conn, 1024), req)
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	if resp.StatusCode != 200 {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		conn.Close()
+		return nil, fmt.Errorf("GET /events: status %d: %s", resp.StatusCode, b)
+	}
+	conn.SetDeadline(time.Time{})
+	return &Stream{conn: conn, body: resp.Body}, nil
+}
+
+// Read calls on for every event until the stream ends or fails; it returns
+// the reason (io.EOF for a clean end).
+func (s *Stream) Read(on func(Event)) error {
+	sc := bufio.NewScanner(s.body)
+	sc.Buffer(make([]byte, 0, 512), 1<<20)
+	var ev Event
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "":
+			if ev.Type != "" || ev.Data != "" {
+				on(ev)
+			}
+			ev = Event{}
+		case strings.HasPrefix(line, "event:"):
+			ev.Type = strings.TrimSpace(line[len("event:"):])
+		case strings.HasPrefix(line, "data:"):
+			ev.Data = strings.TrimSpace(line[len("data:"):])
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return err
+	}
+	return io.EOF
+}
+
+// Close ends the stream.
+func (s *Stream) Close() error { return s.conn.Close() }

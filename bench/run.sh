@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# bench/run.sh [full|tiny] — `make bench` (full) and `make bench-smoke` (tiny).
+#
+# Installs what is missing (deploy/install-deps.sh), builds bin/mayfly and the
+# load tools of bench/ (k6 and vegeta at the versions pinned in bench/go.mod),
+# starts a throwaway 3-master Redis Cluster, runs bench/cmd/benchrun against
+# it and always tears the cluster down. benchrun starts and stops the mayfly
+# nodes and the reference servers itself.
+#
+# full writes bench/RESULTS.md; tiny (what CI runs: every scenario once, for a
+# second or two, at small sizes) writes its table to the log dir only.
+# BENCH_ONLY=A,D runs some scenarios (and writes no RESULTS.md).
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/.." && pwd)
+# shellcheck source=deploy/lib.sh
+. "$repo/deploy/lib.sh"
+
+scale=${1:-full}
+[[ $scale == full || $scale == tiny ]] || die "usage: $0 [full|tiny]"
+
+bash "$repo/deploy/install-deps.sh"
+
+ms() { date +%s%3N; }
+t0=$(ms)
+cd "$repo"
+go build -o bin/mayfly ./cmd/mayfly
+(
+	cd bench
+	go build -o bin/ ./cmd/...
+	go build -o bin/k6 go.k6.io/k6
+	go build -o bin/vegeta github.com/tsenart/vegeta/v12
+)
+log "built mayfly and the load tools in $(($(ms) - t0)) ms"
+
+logs=$(mktemp -d "${TMPDIR:-/tmp}/mayfly-bench.XXXXXX")
+MAYFLY_CLUSTER_DIR="$logs/cluster"
+mkdir -p "$MAYFLY_CLUSTER_DIR"
+export MAYFLY_CLUSTER_DIR
+
+teardown() {
+	local rc=$?
+	trap - EXIT INT TERM
+	bash "$repo/deploy/cluster.sh" down || true
+	log "logs and tool output kept in $logs"
+	exit "$rc"
+}
+trap teardown EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+addrs=$(bash "$repo/deploy/cluster.sh" up)
+log "cluster $addrs up"
+
+# 10,000 event streams need as many descriptors in the edge and the load tool.
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+(($(ulimit -n) >= 12000)) || log "warning: ulimit -n is $(ulimit -n); scenario F needs about 10,100 descriptors"
+
+out=
+[[ $scale == full && -z ${BENCH_ONLY:-} ]] && out=bench/RESULTS.md
+bench/bin/benchrun -redis "$addrs" -mayfly bin/mayfly -tools bench/bin -scale "$scale" \
+	-logs "$logs" -out "$out" ${BENCH_ONLY:+-only "$BENCH_ONLY"}

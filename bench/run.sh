@@ -60,4 +60,4 @@ ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 out=
 [[ $scale == full && -z ${BENCH_ONLY:-} ]] && out=bench/RESULTS.md
 bench/bin/benchrun -redis "$addrs" -mayfly bin/mayfly -tools bench/bin -scale "$scale" \
-	-logs "$logs" -out "$out" ${BENCH_ONLY:+-only "$BENCH_ONLY"}
+	-logs "$logs" -out "$out" ${BENCH_ONLY:+-only "$BENCH_ONLY"} ${BENCH_PROFILE:+-profile}

@@ -69,6 +69,7 @@ type bench struct {
 	figures []*figure
 	notes   []string
 	info    machine
+	profile bool
 
 	edge, ingest, hello, sink, relay, gEdge *proc
 	api, helloURL, smtp, sinkAddr, relayURL string
@@ -86,6 +87,7 @@ func main() {
 		scaleF = flag.String("scale", "full", "full, or tiny (CI: once, briefly, small)")
 		only   = flag.String("only", "", "run only these scenarios, comma separated (e.g. A,D)")
 		logs   = flag.String("logs", "", "directory for server logs and tool output (empty: a temp dir)")
+		prof   = flag.Bool("profile", false, "take CPU profiles of the nodes (pprof on their admin listener) during the first run of A, B and D (1/conn, c=32), and Redis command stats, into the log dir")
 	)
 	flag.Parse()
 	sc, ok := scales[*scaleF]
@@ -93,7 +95,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: benchrun -redis addrs [-scale full|tiny] [-out RESULTS.md]")
 		os.Exit(2)
 	}
-	b := &bench{sc: sc, redis: strings.Split(*redis, ","), mayfly: *mayfly, tools: *tools, logs: *logs}
+	b := &bench{sc: sc, redis: strings.Split(*redis, ","), mayfly: *mayfly, tools: *tools, logs: *logs, profile: *prof}
 	if *only != "" {
 		b.only = map[string]bool{}
 		for s := range strings.SplitSeq(*only, ",") {

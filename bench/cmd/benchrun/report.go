@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"debug/buildinfo"
 	"fmt"
 	"os"
 	"os/exec"
@@ -158,12 +159,10 @@ func (b *bench) machineInfo(ctx context.Context) machine {
 	if out, err := exec.Command(b.tool("k6"), "version").Output(); err == nil {
 		m.k6 = strings.TrimSpace(strings.SplitN(string(out), "\n", 2)[0])
 	}
-	if out, err := exec.Command(b.tool("vegeta"), "-version").Output(); err == nil {
-		for line := range strings.SplitSeq(string(out), "\n") {
-			if v, ok := strings.CutPrefix(line, "Version:"); ok {
-				m.vegeta = strings.TrimSpace(v)
-			}
-		}
+	// vegeta built with `go build` has no version of its own to print: its
+	// module version is in the binary's build info.
+	if bi, err := buildinfo.ReadFile(b.tool("vegeta")); err == nil {
+		m.vegeta = bi.Main.Path + " " + bi.Main.Version
 	}
 	return m
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/csv"
 	"fmt"
 	"maps"
 	"os"
@@ -159,8 +160,11 @@ func (b *bench) redisReference(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-			f := strings.Split(strings.ReplaceAll(lines[len(lines)-1], `"`, ""), ",")
+			recs, _ := csv.NewReader(strings.NewReader(string(out))).ReadAll()
+			var f []string
+			if len(recs) > 0 {
+				f = recs[len(recs)-1]
+			}
 			if len(f) < 7 {
 				return fmt.Errorf("redis-benchmark printed %q", out)
 			}
@@ -246,7 +250,12 @@ func (b *bench) scenarioAB(ctx context.Context) error {
 		b.fig("A", "hello errors", "").zeroErrors().add(float64(herrs))
 		b.noteErr("hello", first)
 		for _, s := range []struct{ name, targets string }{{"A", aT}, {"B", bT}} {
+			wait := func() {}
+			if run == 0 {
+				wait = b.startProfile(b.edge, "edge-"+s.name, b.sc.httpDur-time.Second)
+			}
 			rep, _, err := b.vegeta(ctx, attack{name: s.name, targets: s.targets, workers: 32, duration: b.sc.httpDur}, false)
+			wait()
 			if err != nil {
 				return err
 			}
@@ -349,11 +358,16 @@ func (b *bench) scenarioD(ctx context.Context) error {
 				progress("D run %d/%d: %s, smtpsink then ingest", run+1, b.sc.runs, name)
 				var rates [2]float64
 				for i, t := range []struct{ who, addr string }{{"smtpsink", b.sinkAddr}, {"mayfly", b.smtp}} {
+					wait := func() {}
+					if run == 0 && perConn == 1 && conc == 32 && t.who == "mayfly" {
+						wait = b.startProfile(b.ingest, "ingest-D", b.sc.smtpDur-time.Second)
+					}
 					r, err := b.loadResult(ctx, "smtpload", []string{
 						"-addr", t.addr, "-rcpts", file, "-conns", strconv.Itoa(conc),
 						"-duration", b.sc.smtpDur.String(), "-per-conn", strconv.Itoa(perConn),
 						"-size", "2048", "-src", sources(),
 					})
+					wait()
 					if err != nil {
 						return err
 					}

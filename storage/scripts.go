@@ -12,9 +12,9 @@ var scriptFS embed.FS
 // scripts holds every storage script, each with lib.lua prepended. The
 // header of each file names its KEYS, ARGV and reply.
 type scripts struct {
-	create, selectBox, current, extend, destroy   *rueidis.Lua
-	list, message, deleteMessage, deliver, exists *rueidis.Lua
-	streamOpen, streamRead                        *rueidis.Lua
+	create, selectBox, current, extend, destroy *rueidis.Lua
+	message, deleteMessage, deliver, exists     *rueidis.Lua
+	streamOpen, streamRead                      *rueidis.Lua
 }
 
 func loadScripts() scripts {
@@ -28,7 +28,6 @@ func loadScripts() scripts {
 		current:       load("current.lua"),
 		extend:        load("extend.lua"),
 		destroy:       load("destroy.lua"),
-		list:          load("list.lua"),
 		message:       load("message.lua"),
 		deleteMessage: load("delete_message.lua"),
 		deliver:       load("deliver.lua"),

@@ -177,31 +177,111 @@ func (s *Store) Destroy(ctx context.Context, session Credential) (string, error)
 
 // Messages returns one page of the session's messages, newest first, and
 // whether more follow.
+//
+// It is the hot path, so it runs no script: one MULTI/EXEC in the mailbox's
+// slot reads the server time, the session and expiry fields of the box and
+// the page of the stream, and the session is checked here against that
+// snapshot. (A script would cost Redis several times more, converting every
+// stream entry to Lua and back.)
 // Errors: ErrSessionInvalid, ErrUnavailable.
 func (s *Store) Messages(ctx context.Context, session Credential, p Page) ([]Summary, bool, error) {
 	// No mailbox holds more than MaxMessages: a larger offset is past the end,
 	// and clamping it keeps XREVRANGE's COUNT bounded.
 	offset := min(p.Offset, s.cfg.MaxMessages)
-	k := s.keys.box(session.Tag)
-	res, err := s.scripts.list.Exec(ctx, s.client, []string{k, s.keys.msgs(session.Tag)}, []string{
-		session.digest(), strconv.Itoa(offset), strconv.Itoa(p.Limit),
-	}).ToArray()
+	t, b := session.Tag, s.client.B()
+	res := s.client.DoMulti(ctx,
+		b.Multi().Build(),
+		b.Time().Build(),
+		b.Hmget().Key(s.keys.box(t)).Field("s:"+session.digest(), "e").Build(),
+		b.Xrevrange().Key(s.keys.msgs(t)).End("+").Start("-").Count(int64(offset+p.Limit+1)).Build(),
+		b.Exec().Build())
+	for _, r := range res {
+		if err := r.Error(); err != nil {
+			return nil, false, unavailable("list", err)
+		}
+	}
+	tx, err := res[len(res)-1].ToArray()
+	if err != nil || len(tx) != 3 {
+		return nil, false, unavailable("list", fmt.Errorf("EXEC reply of %d items: %v", len(tx), err))
+	}
+	now, err := serverTime(tx[0])
 	if err != nil {
 		return nil, false, unavailable("list", err)
 	}
-	if code, _ := res[0].AsInt64(); code != 1 || len(res) < 2 {
+	if !liveSession(tx[1], now) {
 		return nil, false, ErrSessionInvalid
 	}
-	more, _ := res[1].AsInt64()
-	out := make([]Summary, 0, len(res)-2)
-	for i := range res[2:] {
-		e, err := res[2+i].AsXRangeEntry()
-		if err != nil {
+	entries, err := tx[2].ToArray()
+	if err != nil {
+		return nil, false, unavailable("list", err)
+	}
+	more := len(entries) > offset+p.Limit
+	entries = entries[min(offset, len(entries)):min(offset+p.Limit, len(entries))]
+	out := make([]Summary, len(entries))
+	for i := range entries {
+		if out[i], err = entrySummary(&entries[i]); err != nil {
 			return nil, false, unavailable("list", err)
 		}
-		out = append(out, parseSummary(e.ID, e.FieldValues))
 	}
-	return out, more == 1, nil
+	return out, more, nil
+}
+
+// serverTime parses a TIME reply.
+func serverTime(m rueidis.RedisMessage) (time.Time, error) {
+	v, err := m.ToArray()
+	if err != nil || len(v) != 2 {
+		return time.Time{}, fmt.Errorf("TIME reply: %v", err)
+	}
+	sec, err1 := v[0].AsInt64()
+	usec, err2 := v[1].AsInt64()
+	if err1 != nil || err2 != nil {
+		return time.Time{}, fmt.Errorf("TIME reply: %v %v", err1, err2)
+	}
+	return time.Unix(sec, usec*1000), nil
+}
+
+// liveSession is lib.lua's live_session for an HMGET of the box's session
+// field and "e": the session exists and the mailbox has not expired.
+func liveSession(m rueidis.RedisMessage, now time.Time) bool {
+	f, err := m.ToArray()
+	if err != nil || len(f) != 2 || f[0].IsNil() || f[1].IsNil() {
+		return false
+	}
+	exp, err := f[1].AsInt64()
+	return err == nil && exp > now.UnixMilli()
+}
+
+// entrySummary reads a stream entry ({id, {field, value, ...}}) without
+// building a map.
+func entrySummary(m *rueidis.RedisMessage) (Summary, error) {
+	e, err := m.ToArray()
+	if err != nil || len(e) != 2 {
+		return Summary{}, fmt.Errorf("stream entry: %v", err)
+	}
+	sid, err := e[0].ToString()
+	if err != nil {
+		return Summary{}, err
+	}
+	fv, err := e[1].ToArray()
+	if err != nil {
+		return Summary{}, err
+	}
+	sum := Summary{StreamID: sid, ReceivedAt: streamTime(sid)}
+	for i := 0; i+1 < len(fv); i += 2 {
+		k, _ := fv[i].ToString()
+		v, _ := fv[i+1].ToString()
+		switch k {
+		case "i":
+			sum.ID, _ = uuid.Parse(v)
+		case "f":
+			sum.From = v
+		case "s":
+			sum.Subject = v
+		case "t":
+			sum.Status = Status(v)
+		}
+	}
+	return sum, nil
 }
 
 // Message returns one message of the session's mailbox.

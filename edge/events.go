@@ -245,7 +245,18 @@ func (s *Server) handleSignal(w *sseWriter, st *sseStream, sig *signal, expiry *
 // catchUp sends what the mailbox's stream holds after the last message sent,
 // and learns whether the stream may go on. A Redis failure keeps the stream
 // open: the next resubscription or expiry check tries again.
+//
+// It runs on a goroutine of its own: the Redis call and the JSON encoding
+// need a deep stack, and a stack once grown stays with its goroutine, so
+// 10,000 idle streams would each keep one. The stream's own goroutine only
+// waits and writes.
 func (s *Server) catchUp(w *sseWriter, st *sseStream) bool {
+	done := make(chan bool, 1)
+	go func() { done <- s.catchUpNow(w, st) }()
+	return <-done
+}
+
+func (s *Server) catchUpNow(w *sseWriter, st *sseStream) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RedisTimeout)
 	defer cancel()
 	for {

@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"os/signal"
 	"strconv"
@@ -32,6 +33,7 @@ type options struct {
 	api, smtp, sessions, src string
 	streams, ipBase, conns   int
 	rate                     float64
+	runs                     int
 	duration, settle, wait   time.Duration
 	rssPid                   int
 }
@@ -50,6 +52,7 @@ func main() {
 	flag.DurationVar(&o.settle, "settle", 2*time.Second, "pause after opening the streams, before reading RSS")
 	flag.DurationVar(&o.wait, "wait", 2*time.Second, "how long to wait for the last events after sending")
 	flag.IntVar(&o.rssPid, "rss-pid", 0, "pid of the edge node whose RSS to report (0: none)")
+	flag.IntVar(&o.runs, "runs", 1, "send phases with the same streams open; one JSON line each")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "sseload:", err)
@@ -158,65 +161,80 @@ func run(o options) error {
 		extra["kib_per_stream"] = (a - b) * 1024 / float64(len(boxes))
 	}
 
-	res := load.Result{Tool: "sseload"}
-	if o.rate > 0 {
-		var rcpts []string
-		for i, st := range streams {
-			if st != nil {
-				rcpts = append(rcpts, boxes[i].address)
+	var results []load.Result
+	for run := range max(o.runs, 1) {
+		res := load.Result{Tool: "sseload"}
+		runExtra := maps.Clone(extra)
+		if o.rate > 0 {
+			var rcpts []string
+			for i, st := range streams {
+				if st != nil {
+					rcpts = append(rcpts, boxes[i].address)
+				}
 			}
-		}
-		if len(rcpts) == 0 {
-			return fmt.Errorf("no stream opened: %v", firstErr.Load())
-		}
-		run := strconv.FormatInt(time.Now().UnixNano(), 36)
-		sl := load.SMTPLoad{
-			Addr: o.smtp, Rcpts: rcpts, Conns: o.conns, Duration: o.duration, PerConn: 1,
-			Size: 1024, Rate: o.rate,
-			Subject:  func(i int) string { return "ev-" + run + "-" + strconv.Itoa(i) },
-			Accepted: func(_ int, subject string, at time.Time) { mu.Lock(); accepted[subject] = at; mu.Unlock() },
-		}
-		if sl.Sources, err = load.NewSourcePool(o.src); err != nil {
-			return err
-		}
-		sent := sl.Run(ctx)
-		extra["smtp_rate"] = sent.Rate
-		extra["smtp_p99_ms"] = sent.P99ms
-		if sent.FirstErr != "" {
-			noteErr(fmt.Errorf("smtp: %s", sent.FirstErr))
-		}
-		// Wait for the last events.
-		deadline := time.Now().Add(o.wait)
-		for time.Now().Before(deadline) {
+			if len(rcpts) == 0 {
+				return fmt.Errorf("no stream opened: %v", firstErr.Load())
+			}
 			mu.Lock()
+			clear(accepted)
+			clear(arrived)
+			mu.Unlock()
+			tag := strconv.FormatInt(time.Now().UnixNano(), 36)
+			sl := load.SMTPLoad{
+				Addr: o.smtp, Rcpts: rcpts, Conns: o.conns, Duration: o.duration, PerConn: 1,
+				Size: 1024, Rate: o.rate,
+				Subject:  func(i int) string { return "ev-" + tag + "-" + strconv.Itoa(i) },
+				Accepted: func(_ int, subject string, at time.Time) { mu.Lock(); accepted[subject] = at; mu.Unlock() },
+			}
+			// Each run sends from its own /24 of the source range, so that
+			// ingest's per-IP limits see fresh clients every run.
+			if sl.Sources, err = load.NewSourcePool(o.src); err != nil {
+				return err
+			}
+			sl.Sources = sl.Sources.Offset(run * 4096)
+			sent := sl.Run(ctx)
+			runExtra["smtp_rate"] = sent.Rate
+			runExtra["smtp_p99_ms"] = sent.P99ms
+			if sent.FirstErr != "" {
+				noteErr(fmt.Errorf("smtp: %s", sent.FirstErr))
+			}
+			// Wait for the last events.
+			deadline := time.Now().Add(o.wait)
+			for time.Now().Before(deadline) {
+				mu.Lock()
+				missing := 0
+				for s := range accepted {
+					if _, ok := arrived[s]; !ok {
+						missing++
+					}
+				}
+				mu.Unlock()
+				if missing == 0 {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			mu.Lock()
+			lat := make([]time.Duration, 0, len(accepted))
 			missing := 0
-			for s := range accepted {
-				if _, ok := arrived[s]; !ok {
+			for s, at := range accepted {
+				if ev, ok := arrived[s]; ok {
+					lat = append(lat, max(0, ev.Sub(at)))
+				} else {
 					missing++
 				}
 			}
 			mu.Unlock()
-			if missing == 0 {
-				break
+			if missing > 0 {
+				noteErr(fmt.Errorf("%d accepted messages had no event within %v", missing, o.wait))
 			}
-			time.Sleep(20 * time.Millisecond)
+			res = load.Summarize("sseload", lat, sent.Errors+missing, time.Duration(sent.Seconds*float64(time.Second)))
+			runExtra["missing_events"] = float64(missing)
 		}
-		mu.Lock()
-		lat := make([]time.Duration, 0, len(accepted))
-		missing := 0
-		for s, at := range accepted {
-			if ev, ok := arrived[s]; ok {
-				lat = append(lat, max(0, ev.Sub(at)))
-			} else {
-				missing++
-			}
-		}
-		mu.Unlock()
-		if missing > 0 {
-			noteErr(fmt.Errorf("%d accepted messages had no event within %v", missing, o.wait))
-		}
-		res = load.Summarize("sseload", lat, sent.Errors+missing, time.Duration(sent.Seconds*float64(time.Second)))
-		extra["missing_events"] = float64(missing)
+		rss("rss_after_mib")
+		runExtra["rss_now_mib"] = extra["rss_after_mib"]
+		res.Extra = runExtra
+		results = append(results, res)
 	}
 	closing.Store(true)
 	for _, st := range streams {
@@ -224,13 +242,16 @@ func run(o options) error {
 			st.Close()
 		}
 	}
-	res.Tool = "sseload"
-	res.Errors += int(openErrs.Load() + broken.Load())
-	extra["open_errors"] = float64(openErrs.Load())
-	extra["broken_streams"] = float64(broken.Load())
-	if e, ok := firstErr.Load().(string); ok {
-		res.FirstErr = e
+	for _, res := range results {
+		res.Errors += int(openErrs.Load() + broken.Load())
+		res.Extra["open_errors"] = float64(openErrs.Load())
+		res.Extra["broken_streams"] = float64(broken.Load())
+		if e, ok := firstErr.Load().(string); ok {
+			res.FirstErr = e
+		}
+		if err := res.Print(os.Stdout); err != nil {
+			return err
+		}
 	}
-	res.Extra = extra
-	return res.Print(os.Stdout)
+	return nil
 }

@@ -25,6 +25,7 @@ func ClientIP(base, i int) string {
 type SourcePool struct {
 	prefix netip.Prefix
 	size   uint32
+	skip   uint32
 }
 
 // NewSourcePool parses a loopback CIDR such as 127.1.0.0/16. An empty string
@@ -50,6 +51,13 @@ func (p *SourcePool) Addr(i int) *net.TCPAddr {
 	}
 	b := p.prefix.Addr().As4()
 	n := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
-	n += 1 + uint32(i)%p.size
+	n += 1 + (p.skip+uint32(i))%p.size
 	return &net.TCPAddr{IP: net.IPv4(byte(n>>24), byte(n>>16), byte(n>>8), byte(n))}
+}
+
+// Offset returns a pool that starts n addresses further on.
+func (p *SourcePool) Offset(n int) *SourcePool {
+	q := *p
+	q.skip += uint32(n)
+	return &q
 }

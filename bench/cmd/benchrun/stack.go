@@ -21,6 +21,8 @@ type proc struct {
 	cmd   *exec.Cmd
 	addrs map[string]string // "listening" lines: kind -> address
 	done  chan struct{}
+	// stopped: we stopped it (it did not die on its own).
+	stopped bool
 }
 
 // start runs bin with args and env added to ours, and waits until it has
@@ -85,6 +87,7 @@ func (p *proc) pid() int { return p.cmd.Process.Pid }
 
 // stop sends SIGTERM and waits (SIGKILL after 15s).
 func (p *proc) stop() {
+	p.stopped = true
 	select {
 	case <-p.done:
 		return
@@ -101,6 +104,9 @@ func (p *proc) stop() {
 
 // alive reports an error if p has exited.
 func (p *proc) alive() error {
+	if p.stopped {
+		return nil
+	}
 	select {
 	case <-p.done:
 		return fmt.Errorf("%s exited during the run: %v", p.name, p.cmd.ProcessState)

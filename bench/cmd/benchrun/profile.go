@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -53,25 +52,6 @@ func (b *bench) startProfile(p *proc, name string, d time.Duration) func() {
 		os.WriteFile(filepath.Join(b.logs, name+".commandstats"), []byte(stats.String()), 0o644)
 		progress("profile of %s in %s", name, b.logs)
 	}
-}
-
-// metric reads one unlabelled gauge from p's /metrics (-1 if absent).
-func (b *bench) metric(p *proc, name string) float64 {
-	resp, err := http.Get("http://" + p.addrs["admin"] + "/metrics")
-	if err != nil {
-		return -1
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	for line := range strings.SplitSeq(string(body), "\n") {
-		if v, ok := strings.CutPrefix(line, name+" "); ok {
-			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			if err == nil {
-				return f
-			}
-		}
-	}
-	return -1
 }
 
 // fetch saves p's admin path into <logs>/<name>.

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -76,27 +75,11 @@ func (b *bench) openInboxes(n int) ([]load.Inbox, error) {
 	out := make([]load.Inbox, n)
 	base := b.ips
 	b.ips += n
-	var wg sync.WaitGroup
-	var next atomic.Int64
-	var firstErr atomic.Value
-	for range min(8, n) {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				box, err := load.OpenInbox(c, b.api, load.ClientIP(base, i))
-				if err != nil {
-					firstErr.CompareAndSwap(nil, err)
-					return
-				}
-				out[i] = box
-			}
-		})
-	}
-	wg.Wait()
-	if err, ok := firstErr.Load().(error); ok {
+	err := load.Parallel(n, 8, func(i int) (err error) {
+		out[i], err = load.OpenInbox(c, b.api, load.ClientIP(base, i))
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -446,31 +429,16 @@ func (b *bench) scenarioF(ctx context.Context) error {
 	progress("F: making %d inboxes in storage", n)
 	store := storage.New(b.rdb, storage.Config{KeyPrefix: "mf"})
 	boxes := make([]load.Inbox, n)
-	var wg sync.WaitGroup
-	var next atomic.Int64
-	var firstErr atomic.Value
-	for range 32 {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				m, scoped, err := store.Create(ctx, storage.NewTag(), "mayfly.test", time.Hour, "bench-f")
-				if err == nil {
-					var sess storage.Credential
-					_, sess, err = store.Select(ctx, m.ID, scoped)
-					boxes[i] = load.Inbox{ID: m.ID.String(), Address: m.Address, Cookie: "service_session=" + sess.String()}
-				}
-				if err != nil {
-					firstErr.CompareAndSwap(nil, err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	if err, ok := firstErr.Load().(error); ok {
+	err = load.Parallel(n, 32, func(i int) error {
+		m, scoped, err := store.Create(ctx, storage.NewTag(), "mayfly.test", time.Hour, "bench-f")
+		if err != nil {
+			return err
+		}
+		_, sess, err := store.Select(ctx, m.ID, scoped)
+		boxes[i] = load.Inbox{ID: m.ID.String(), Address: m.Address, Cookie: "service_session=" + sess.String()}
+		return err
+	})
+	if err != nil {
 		return err
 	}
 	file := filepath.Join(b.logs, "f-sessions.txt")

@@ -16,8 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
-	"log/slog"
-	"net"
+	"fmt"
 	"net/http"
 	"os"
 	"strconv"
@@ -111,18 +110,12 @@ func main() {
 	smtpAddr := flag.String("smtp", "127.0.0.1:2525", "Mayfly SMTP address")
 	src := flag.String("src", "127.3.0.0/16", "loopback CIDR for SMTP source addresses")
 	flag.Parse()
-	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	sources, err := load.NewSourcePool(*src)
 	if err != nil {
-		log.Error("source pool", "err", err)
+		fmt.Fprintln(os.Stderr, "flowrelay:", err)
 		os.Exit(2)
 	}
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		log.Error("listen", "err", err)
-		os.Exit(1)
-	}
-	log.Info("listening", "kind", "http", "addr", ln.Addr().String())
+	ln, log := load.Listen("http", *addr)
 	srv := &http.Server{Handler: &relay{api: *api, smtp: *smtpAddr, sources: sources}, ReadHeaderTimeout: 10 * time.Second}
 	if err := srv.Serve(ln); err != nil {
 		log.Error("serve", "err", err)

@@ -10,24 +10,16 @@ package main
 
 import (
 	"flag"
-	"log/slog"
-	"net"
 	"os"
-	"os/signal"
-	"syscall"
 
+	"github.com/mayfly/mayfly/bench/internal/load"
 	"github.com/valyala/fasthttp"
 )
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "listen address")
 	flag.Parse()
-	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		log.Error("listen", "err", err)
-		os.Exit(1)
-	}
+	ln, log := load.Listen("http", *addr)
 	body := []byte(`{"data":{"ok":true}}`)
 	srv := &fasthttp.Server{
 		Handler: func(ctx *fasthttp.RequestCtx) {
@@ -39,13 +31,7 @@ func main() {
 		DisableHeaderNamesNormalizing: false,
 		ReadBufferSize:                8 << 10,
 	}
-	log.Info("listening", "kind", "http", "addr", ln.Addr().String())
-	go func() {
-		sig := make(chan os.Signal, 1)
-		signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
-		<-sig
-		srv.Shutdown()
-	}()
+	load.OnSignal(func() { srv.Shutdown() })
 	if err := srv.Serve(ln); err != nil {
 		log.Error("serve", "err", err)
 		os.Exit(1)

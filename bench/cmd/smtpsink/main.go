@@ -11,14 +11,11 @@ package main
 import (
 	"flag"
 	"io"
-	"log/slog"
-	"net"
 	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	"github.com/emersion/go-smtp"
+	"github.com/mayfly/mayfly/bench/internal/load"
 )
 
 type backend struct{}
@@ -39,12 +36,7 @@ func (*session) Logout() error { return nil }
 func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "listen address")
 	flag.Parse()
-	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		log.Error("listen", "err", err)
-		os.Exit(1)
-	}
+	ln, log := load.Listen("smtp", *addr)
 	srv := smtp.NewServer(backend{})
 	srv.Domain = "sink.bench.example"
 	srv.MaxMessageBytes = 10 << 20
@@ -54,13 +46,7 @@ func main() {
 	srv.WriteTimeout = time.Minute
 	srv.EnableSMTPUTF8 = true
 	srv.EnableBINARYMIME = true
-	log.Info("listening", "kind", "smtp", "addr", ln.Addr().String())
-	go func() {
-		sig := make(chan os.Signal, 1)
-		signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
-		<-sig
-		srv.Close()
-	}()
+	load.OnSignal(func() { srv.Close() })
 	if err := srv.Serve(ln); err != nil && err != smtp.ErrServerClosed {
 		log.Error("serve", "err", err)
 		os.Exit(1)

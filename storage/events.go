@@ -146,11 +146,11 @@ func (s *Store) ReadStream(ctx context.Context, session Credential, token, after
 func parseEntries(vals []rueidis.RedisMessage) ([]Summary, error) {
 	out := make([]Summary, 0, len(vals))
 	for i := range vals {
-		e, err := vals[i].AsXRangeEntry()
+		sum, err := entrySummary(&vals[i])
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, parseSummary(e.ID, e.FieldValues))
+		out = append(out, sum)
 	}
 	return out, nil
 }

@@ -251,8 +251,7 @@ func liveSession(m rueidis.RedisMessage, now time.Time) bool {
 	return err == nil && exp > now.UnixMilli()
 }
 
-// entrySummary reads a stream entry ({id, {field, value, ...}}) without
-// building a map.
+// entrySummary reads a stream entry ({id, {field, value, ...}}).
 func entrySummary(m *rueidis.RedisMessage) (Summary, error) {
 	e, err := m.ToArray()
 	if err != nil || len(e) != 2 {
@@ -262,7 +261,13 @@ func entrySummary(m *rueidis.RedisMessage) (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
-	fv, err := e[1].ToArray()
+	return fieldsSummary(sid, &e[1])
+}
+
+// fieldsSummary reads the field list of stream entry sid (fields i, f, s, t;
+// see deliver.lua) without building a map.
+func fieldsSummary(sid string, m *rueidis.RedisMessage) (Summary, error) {
+	fv, err := m.ToArray()
 	if err != nil {
 		return Summary{}, err
 	}
@@ -300,11 +305,11 @@ func (s *Store) Message(ctx context.Context, session Credential, id uuid.UUID) (
 		return Message{}, ErrMessageNotFound
 	}
 	sid, _ := res[1].ToString()
-	fields, err := res[2].AsStrMap()
+	sum, err := fieldsSummary(sid, &res[2])
 	if err != nil {
 		return Message{}, unavailable("message", err)
 	}
-	m := Message{Summary: parseSummary(sid, fields)}
+	m := Message{Summary: sum}
 	if m.Status == StatusReady {
 		m.Text, _ = res[3].ToString()
 		m.HTML, _ = res[4].ToString()
@@ -437,12 +442,6 @@ func parseMailbox(vals []rueidis.RedisMessage) (Mailbox, error) {
 		return Mailbox{}, err
 	}
 	return Mailbox{ID: id, Address: addr, CreatedAt: msTime(ms[0]), ExpiresAt: msTime(ms[1]), MaxExpiresAt: msTime(ms[2])}, nil
-}
-
-// parseSummary reads a stream entry (fields i, f, s, t; see deliver.lua).
-func parseSummary(sid string, f map[string]string) Summary {
-	id, _ := uuid.Parse(f["i"])
-	return Summary{ID: id, From: f["f"], Subject: f["s"], Status: Status(f["t"]), StreamID: sid, ReceivedAt: streamTime(sid)}
 }
 
 // streamTime is the Redis server time at which a stream entry was added.

@@ -119,6 +119,9 @@ func TestCreateSelectCurrent(t *testing.T) {
 	if _, err := f.store.Current(ctx, scoped); !errors.Is(err, storage.ErrSessionInvalid) {
 		t.Errorf("Current(scoped credential) err = %v, want ErrSessionInvalid", err)
 	}
+	if _, _, err := f.store.Messages(ctx, scoped, storage.Page{Limit: 20}); !errors.Is(err, storage.ErrSessionInvalid) {
+		t.Errorf("Messages(scoped credential) err = %v, want ErrSessionInvalid", err)
+	}
 	if _, _, err := f.store.Select(ctx, m.ID, sess); !errors.Is(err, storage.ErrCredentialInvalid) {
 		t.Errorf("Select(session) err = %v, want ErrCredentialInvalid", err)
 	}
@@ -434,6 +437,9 @@ func TestDestroyRemovesEveryKey(t *testing.T) {
 	if _, err := f.store.Message(ctx, sess, msg.ID); !errors.Is(err, storage.ErrSessionInvalid) {
 		t.Errorf("Message after destroy: %v", err)
 	}
+	if _, _, err := f.store.Messages(ctx, sess, storage.Page{Limit: 20}); !errors.Is(err, storage.ErrSessionInvalid) {
+		t.Errorf("Messages after destroy: %v", err)
+	}
 	if _, _, err := f.store.Select(ctx, m.ID, scoped); !errors.Is(err, storage.ErrMailboxNotFound) {
 		t.Errorf("Select after destroy: %v, want ErrMailboxNotFound", err)
 	}
@@ -461,6 +467,9 @@ func TestExpiryRemovesEverything(t *testing.T) {
 	time.Sleep(time.Until(m.ExpiresAt) + 50*time.Millisecond)
 	if _, err := f.store.Current(ctx, sess); !errors.Is(err, storage.ErrSessionInvalid) {
 		t.Errorf("Current after expiry: %v", err)
+	}
+	if _, _, err := f.store.Messages(ctx, sess, storage.Page{Limit: 20}); !errors.Is(err, storage.ErrSessionInvalid) {
+		t.Errorf("Messages after expiry: %v", err)
 	}
 	if _, _, err := f.store.Select(ctx, m.ID, scoped); !errors.Is(err, storage.ErrMailboxNotFound) {
 		t.Errorf("Select after expiry: %v", err)

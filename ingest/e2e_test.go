@@ -165,3 +165,37 @@ func onlyMessage(t *testing.T, h *smtpHarness, m storage.Mailbox, cred storage.C
 	}
 	return msgs[0]
 }
+
+// A sender that sends the same bytes again (a retry after a 451, or after a
+// connection lost before the 250) gets 250 and the mailbox holds one copy;
+// a different message with the same Message-ID is a second message, and a
+// transaction to two mailboxes, one of which already has the message, still
+// stores it in the other.
+func TestE2ERetryStoredOnce(t *testing.T) {
+	t.Parallel()
+	h := newSMTPHarness(t, ingest.Config{})
+	m, cred := h.mailbox(t, 10*time.Minute)
+	other, otherCred := h.mailbox(t, 10*time.Minute)
+	raw := []byte("From: a@example.org\r\nSubject: code 1\r\nMessage-ID: <same@example.org>\r\n\r\nfirst\r\n")
+	for range 2 {
+		if err := smtp.SendMail(h.addr, nil, "a@example.org", []string{m.Address}, raw); err != nil {
+			t.Fatalf("SendMail: %v", err)
+		}
+	}
+	if got := len(h.messages(t, m, cred)); got != 1 {
+		t.Fatalf("%d messages after the same bytes twice, want 1", got)
+	}
+	changed := []byte(strings.Replace(string(raw), "first", "second", 1))
+	if err := smtp.SendMail(h.addr, nil, "a@example.org", []string{m.Address, other.Address}, changed); err != nil {
+		t.Fatalf("SendMail: %v", err)
+	}
+	if err := smtp.SendMail(h.addr, nil, "a@example.org", []string{m.Address, other.Address}, changed); err != nil {
+		t.Fatalf("SendMail: %v", err)
+	}
+	if got := len(h.messages(t, m, cred)); got != 2 {
+		t.Errorf("%d messages, want 2: same Message-ID, other bytes", got)
+	}
+	if got := len(h.messages(t, other, otherCred)); got != 1 {
+		t.Errorf("other mailbox: %d messages, want 1", got)
+	}
+}

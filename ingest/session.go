@@ -111,11 +111,13 @@ func (s *session) Data(r io.Reader) error {
 		return s.failData(err)
 	}
 	start := time.Now()
+	key := storage.DeliveryKey(raw)
 	msg, err := s.srv.parse(raw, deadline)
 	s.srv.releaseBuffer(held)
 	if err != nil {
 		return s.failData(err)
 	}
+	msg.Key = key
 	stored := time.Now()
 	err = s.deliver(msg)
 	s.srv.metrics.stage.WithLabelValues("store").Observe(time.Since(stored).Seconds())
@@ -146,11 +148,11 @@ func (s *session) failData(err error) error {
 // deliver stores msg for every recipient, one storage call each, all at once
 // (rueidis pipelines them), and decides the one reply SMTP allows per DATA:
 //
-//   - any delivery failed because Redis was unavailable: 451, so the sender
-//     retries the whole message later. The recipients whose delivery did
-//     succeed then get it twice. Answering 250 instead would lose the message
-//     for the others, and a duplicate in a temporary inbox is harmless
-//     where a lost verification mail is not.
+//   - any delivery failed because Redis was unavailable or its replicas did
+//     not acknowledge it in time: 451, so the sender retries the whole
+//     message later. The recipients whose delivery did succeed do not get it
+//     twice: delivery is idempotent per mailbox (msg.Key, the digest of the
+//     raw bytes), so the retry is acknowledged without a second copy.
 //   - no recipient's mailbox is alive any more (expired or deleted since
 //     RCPT): 550 5.1.1.
 //   - otherwise 250; mailboxes that died between RCPT and DATA are skipped,
@@ -190,7 +192,7 @@ func (s *session) deliver(msg storage.NewMessage) error {
 	switch {
 	case failed != nil:
 		if delivered > 0 {
-			s.srv.log.Warn("smtp delivery partly failed; the retry will duplicate the message for some recipients",
+			s.srv.log.Info("smtp delivery partly failed; the retry is stored once per mailbox",
 				"ip", s.conn.ip, "delivered", delivered, "recipients", len(s.rcpts))
 		}
 		return fmt.Errorf("deliver: %w", failed)

@@ -12,9 +12,12 @@ var scriptFS embed.FS
 // scripts holds every storage script, each with lib.lua prepended. The
 // header of each file names its KEYS, ARGV and reply.
 type scripts struct {
-	create, selectBox, current, extend, destroy *rueidis.Lua
-	message, deleteMessage, deliver, exists     *rueidis.Lua
-	streamOpen, streamRead                      *rueidis.Lua
+	selectBox, current, extend, destroy *rueidis.Lua
+	message, deleteMessage, exists      *rueidis.Lua
+	streamOpen, streamRead              *rueidis.Lua
+	// The writes a caller is told are safe: run through Store.exec, which
+	// waits for replicas on the same connection.
+	create, deliver durableScript
 }
 
 func loadScripts() scripts {
@@ -23,14 +26,14 @@ func loadScripts() scripts {
 		return rueidis.NewLuaScript(lib + mustRead(name))
 	}
 	return scripts{
-		create:        load("create.lua"),
+		create:        newDurableScript(lib + mustRead("create.lua")),
 		selectBox:     load("select.lua"),
 		current:       load("current.lua"),
 		extend:        load("extend.lua"),
 		destroy:       load("destroy.lua"),
 		message:       load("message.lua"),
 		deleteMessage: load("delete_message.lua"),
-		deliver:       load("deliver.lua"),
+		deliver:       newDurableScript(lib + mustRead("deliver.lua")),
 		exists:        load("exists.lua"),
 		streamOpen:    load("stream_open.lua"),
 		streamRead:    load("stream_read.lua"),

@@ -77,6 +77,9 @@ type Summary struct {
 	// StreamID is the message's entry in the mailbox stream; it orders
 	// messages and lets the events stream resume after a known message.
 	StreamID string
+	// Duplicate is set by Deliver only: a message with the same delivery
+	// key was already stored, and nothing new was.
+	Duplicate bool
 }
 
 // Message is one message with its bodies. Bodies are empty unless Status is
@@ -94,6 +97,11 @@ type NewMessage struct {
 	Status  Status
 	Text    string
 	HTML    string
+	// Key makes the delivery idempotent per mailbox: while a message
+	// delivered with the same key is still stored in the mailbox, Deliver
+	// stores nothing and reports that one (Summary.Duplicate). Use
+	// DeliveryKey(raw bytes); empty means no deduplication.
+	Key string
 }
 
 // Page selects a slice of the newest-first message list.

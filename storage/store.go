@@ -19,6 +19,14 @@ type Config struct {
 	MaxMailboxBytes int    // stored bytes per mailbox, oldest evicted first; default 8 MiB
 	MaxMessageBytes int    // stored bytes of one message (from, subject, bodies); default 2 MiB
 	MaxSessions     int    // sessions per mailbox, oldest revoked first; default 16
+	// MinReplicas is how many replicas must acknowledge a delivery or a
+	// creation before it is reported done: 0 (the default) means auto, 1
+	// when the slot's primary has a healthy replica and none otherwise; a
+	// negative value never waits.
+	MinReplicas int
+	// ReplicaTimeout bounds that wait; past it the write is reported as
+	// ErrNotReplicated. Default 200 ms.
+	ReplicaTimeout time.Duration
 }
 
 // Defaults returns the documented defaults.
@@ -38,6 +46,9 @@ func (c Config) withDefaults() Config {
 	if c.MaxSessions <= 0 {
 		c.MaxSessions = 16
 	}
+	if c.ReplicaTimeout <= 0 {
+		c.ReplicaTimeout = 200 * time.Millisecond
+	}
 	return c
 }
 
@@ -51,6 +62,7 @@ type Store struct {
 	cfg     Config
 	keys    keys
 	scripts scripts
+	topo    topology
 }
 
 // New returns a Store on client.
@@ -75,12 +87,15 @@ func (s *Store) Create(ctx context.Context, tag, domain string, lifetime time.Du
 	id := uuid.New()
 	cred := newCredential(tag)
 	addr := tag + "@" + strings.ToLower(domain)
-	res, err := s.scripts.create.Exec(ctx, s.client, s.keys.all(tag), []string{
+	res, err := s.exec(ctx, "create", s.scripts.create, s.keys.all(tag), []string{
 		id.String(), addr, strconv.FormatInt(lifetime.Milliseconds(), 10),
 		strconv.FormatInt(MaxLifetime.Milliseconds(), 10), cred.digest(), owner,
-	}).ToArray()
+	})
 	if err != nil {
-		return Mailbox{}, Credential{}, unavailable("create", err)
+		// A mailbox that may not survive a failover is not handed out:
+		// nobody gets its credential, so it is never used and expires on
+		// its own.
+		return Mailbox{}, Credential{}, err
 	}
 	if code, _ := res[0].AsInt64(); code != 1 {
 		// The tag is taken: 103 random bits make this a defect, not luck.
@@ -379,18 +394,27 @@ func (s *Store) Deliver(ctx context.Context, address string, m NewMessage) (Summ
 	m.Text = truncate(m.Text, room-len(m.HTML))
 	size := len(m.From) + len(m.Subject) + len(m.Text) + len(m.HTML)
 	id := uuid.New()
-	res, err := s.scripts.deliver.Exec(ctx, s.client, s.keys.all(tag), []string{
+	res, err := s.exec(ctx, "deliver", s.scripts.deliver, s.keys.all(tag), []string{
 		lower, id.String(), m.From, m.Subject, string(m.Status), m.Text, m.HTML,
-		strconv.Itoa(size), strconv.Itoa(s.cfg.MaxMessages), strconv.Itoa(s.cfg.MaxMailboxBytes),
-	}).ToArray()
+		strconv.Itoa(size), strconv.Itoa(s.cfg.MaxMessages), strconv.Itoa(s.cfg.MaxMailboxBytes), m.Key,
+	})
 	if err != nil {
-		return Summary{}, unavailable("deliver", err)
+		// Stored on the primary maybe, but not safe: the sender retries, and
+		// the retry finds this copy by m.Key instead of storing a second one.
+		// A "no mailbox" from a node that may not be the primary is no
+		// answer either: it must not become a permanent 550.
+		return Summary{}, err
 	}
-	if code, _ := res[0].AsInt64(); code != 1 || len(res) != 2 {
+	code, _ := res[0].AsInt64()
+	if (code != 1 && code != 2) || len(res) != 3 {
 		return Summary{}, ErrMailboxNotFound
 	}
 	sid, _ := res[1].ToString()
-	return Summary{ID: id, From: m.From, Subject: m.Subject, Status: m.Status, StreamID: sid, ReceivedAt: streamTime(sid)}, nil
+	if code == 2 {
+		ids, _ := res[2].ToString()
+		id, _ = uuid.Parse(ids)
+	}
+	return Summary{ID: id, From: m.From, Subject: m.Subject, Status: m.Status, StreamID: sid, ReceivedAt: streamTime(sid), Duplicate: code == 2}, nil
 }
 
 // truncate cuts s to at most n bytes without splitting a UTF-8 sequence.

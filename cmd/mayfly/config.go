@@ -21,6 +21,8 @@ var settings = []setting{
 	{"MAYFLY_REDIS_ADDRS", "127.0.0.1:6379", "Redis addresses, comma separated: one standalone server or any Cluster seeds (detected automatically)"},
 	{"MAYFLY_REDIS_PREFIX", "mf", "prefix of every Redis key Mayfly writes"},
 	{"MAYFLY_REDIS_TIMEOUT", "2s", "budget for the Redis calls of one request; past it the client gets 503 DEPENDENCY_UNAVAILABLE (SMTP: per recipient check or delivery, past it 451 4.3.0)"},
+	{"MAYFLY_REDIS_MIN_REPLICAS", "auto", "replicas that must acknowledge a delivery or a creation before SMTP answers 250 (API: 201); auto: 1 when the mailbox's primary has a healthy replica, else 0; 0 never waits"},
+	{"MAYFLY_REDIS_REPLICA_TIMEOUT", "200ms", "how long to wait for that acknowledgement; past it SMTP answers 451 4.3.0 (the retry is stored once) and creation 503 DEPENDENCY_UNAVAILABLE"},
 	{"MAYFLY_HTTP_ADDR", "127.0.0.1:8080", "public API listener (edge); the API lives under /v1"},
 	{"MAYFLY_SMTP_ADDR", "127.0.0.1:2525", "SMTP listener (ingest)"},
 	{"MAYFLY_SMTP_HOSTNAME", "", "name in the SMTP greeting and EHLO reply; empty: the machine's hostname"},
@@ -66,6 +68,8 @@ type config struct {
 	redisAddrs      []string
 	redisPrefix     string
 	redisTimeout    time.Duration
+	minReplicas     int // storage.Config.MinReplicas: 0 auto, -1 never wait
+	replicaTimeout  time.Duration
 	httpAddr        string
 	smtpAddr        string
 	smtp            smtpConfig
@@ -98,6 +102,8 @@ func loadConfig(getenv func(string) string) (config, error) {
 		redisAddrs:      p.list("MAYFLY_REDIS_ADDRS"),
 		redisPrefix:     p.str("MAYFLY_REDIS_PREFIX"),
 		redisTimeout:    p.duration("MAYFLY_REDIS_TIMEOUT"),
+		minReplicas:     p.minReplicas("MAYFLY_REDIS_MIN_REPLICAS"),
+		replicaTimeout:  p.duration("MAYFLY_REDIS_REPLICA_TIMEOUT"),
 		httpAddr:        p.str("MAYFLY_HTTP_ADDR"),
 		smtpAddr:        p.str("MAYFLY_SMTP_ADDR"),
 		adminAddr:       p.str("MAYFLY_ADMIN_ADDR"),
@@ -247,6 +253,19 @@ func (p *parser) nonNegative(name string) int {
 	n, err := strconv.Atoi(p.str(name))
 	if err != nil || n < 0 {
 		p.fail(name, "must be an integer of at least 0")
+	}
+	return n
+}
+
+// minReplicas reads "auto" (0: storage decides per slot) or a count, where
+// 0 becomes -1 (never wait) in storage.Config's terms.
+func (p *parser) minReplicas(name string) int {
+	if strings.EqualFold(p.str(name), "auto") {
+		return 0
+	}
+	n := p.nonNegative(name)
+	if n == 0 {
+		return -1
 	}
 	return n
 }

@@ -11,6 +11,16 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- node_id is the id of the cluster node running the script, '' on a
+-- standalone server. The durable scripts (create, deliver) end their reply
+-- with it, so the caller can tell whether the write landed on the primary it
+-- expected (see storage/durable.go).
+local function node_id()
+  local r = redis.pcall('CLUSTER', 'MYID')
+  if type(r) == 'string' then return r end
+  return ''
+end
+
 -- live_session returns the box's {id, a, c, e, x} when digest names a session
 -- of a mailbox that has not reached its expiry, else nil. The lookup is a
 -- hash-field probe keyed by the SHA-256 of a 256-bit secret: there is no
@@ -34,15 +44,18 @@ local function set_expiry(ms)
   for i = 1, 3 do redis.call('PEXPIREAT', KEYS[i], ms) end
 end
 
--- drop_message removes one message (stream entry and bodies) and its
--- accounting; fields are the entry's field/value list.
+-- drop_message removes one message (stream entry, bodies, delivery key) and
+-- its accounting; fields are the entry's field/value list.
 local function drop_message(sid, fields)
-  local id, size
+  local id, size, key
   for i = 1, #fields, 2 do
-    if fields[i] == 'i' then id = fields[i + 1] elseif fields[i] == 'z' then size = tonumber(fields[i + 1]) end
+    local f = fields[i]
+    if f == 'i' then id = fields[i + 1] elseif f == 'z' then size = tonumber(fields[i + 1])
+    elseif f == 'd' then key = fields[i + 1] end
   end
   redis.call('XDEL', KEYS[2], sid)
   if id then redis.call('HDEL', KEYS[3], id, id .. ':t', id .. ':h') end
+  if key then redis.call('HDEL', KEYS[3], 'd:' .. key) end
   redis.call('HINCRBY', KEYS[1], 'n', -1)
   redis.call('HINCRBY', KEYS[1], 'b', -(size or 0))
 end

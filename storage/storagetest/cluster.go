@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -129,6 +130,51 @@ func (c *Cluster) PrimaryFor(key string) string {
 	}
 	c.t.Fatalf("no primary found for %q", key)
 	return ""
+}
+
+// ReplicaOf returns the address of a replica of the primary at addr.
+func (c *Cluster) ReplicaOf(primary string) string {
+	c.t.Helper()
+	out, err := c.cli(primary, "CLUSTER", "MYID")
+	if err != nil {
+		c.t.Fatalf("CLUSTER MYID %s: %v", primary, err)
+	}
+	id := strings.TrimSpace(out)
+	nodes, err := c.cli(primary, "CLUSTER", "NODES")
+	if err != nil {
+		c.t.Fatalf("CLUSTER NODES %s: %v", primary, err)
+	}
+	sc := bufio.NewScanner(strings.NewReader(nodes))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) >= 4 && strings.Contains(f[2], "slave") && f[3] == id {
+			addr, _, _ := strings.Cut(f[1], "@")
+			return addr
+		}
+	}
+	c.t.Fatalf("no replica of %s", primary)
+	return ""
+}
+
+// Stop freezes the node at addr (SIGSTOP): it keeps its connections but
+// answers nothing, like a stalled process. The test's cleanup resumes it.
+func (c *Cluster) Stop(addr string) {
+	c.t.Helper()
+	cmd := c.nodes[addr]
+	if cmd == nil {
+		c.t.Fatalf("no node %s", addr)
+	}
+	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		c.t.Fatalf("SIGSTOP %s: %v", addr, err)
+	}
+	c.t.Cleanup(func() { c.Cont(addr) })
+}
+
+// Cont resumes a node frozen by Stop.
+func (c *Cluster) Cont(addr string) {
+	if cmd := c.nodes[addr]; cmd != nil {
+		cmd.Process.Signal(syscall.SIGCONT)
+	}
 }
 
 // Kill ends the node at addr at once, as a crash would.

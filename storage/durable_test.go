@@ -1,0 +1,166 @@
+package storage_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/mayfly/mayfly/storage"
+	"github.com/mayfly/mayfly/storage/storagetest"
+	"github.com/redis/rueidis"
+)
+
+func keyedMessage(subject string) storage.NewMessage {
+	raw := "Subject: " + subject + "\r\n\r\nbody\r\n"
+	return storage.NewMessage{From: "s@example.org", Subject: subject, Status: storage.StatusReady,
+		Text: "body", Key: storage.DeliveryKey([]byte(raw))}
+}
+
+// A delivery retried with the same raw bytes is acknowledged without a
+// second copy while the first is stored; different bytes are always stored.
+func TestDeliverIsIdempotent(t *testing.T) {
+	f := newFixture(t, storage.Config{MaxMessages: 2})
+	m, _, sess := f.open(t, 10*time.Minute)
+	ctx := ctxT(t)
+
+	first, err := f.store.Deliver(ctx, m.Address, keyedMessage("a"))
+	if err != nil || first.Duplicate {
+		t.Fatalf("first delivery: %+v, %v", first, err)
+	}
+	again, err := f.store.Deliver(ctx, m.Address, keyedMessage("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !again.Duplicate || again.ID != first.ID || again.StreamID != first.StreamID {
+		t.Fatalf("retry = %+v, want a duplicate of %+v", again, first)
+	}
+	assertSubjects(t, f, sess, "a")
+
+	// Same Message-ID-less subject, other bytes: another message.
+	other := keyedMessage("a")
+	other.Key = storage.DeliveryKey([]byte("Subject: a\r\n\r\nanother body\r\n"))
+	if s, err := f.store.Deliver(ctx, m.Address, other); err != nil || s.Duplicate {
+		t.Fatalf("other bytes: %+v, %v", s, err)
+	}
+	assertSubjects(t, f, sess, "a,a")
+
+	// The window is the stored life of the first copy: deleted, it can come again.
+	if err := f.store.DeleteMessage(ctx, sess, first.ID); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := f.store.Deliver(ctx, m.Address, keyedMessage("a")); err != nil || s.Duplicate || s.ID == first.ID {
+		t.Fatalf("after delete: %+v, %v; want a new copy", s, err)
+	}
+	// Eviction drops the key too: the bodies hash holds 3 fields and one
+	// delivery key per stored message, nothing of evicted ones.
+	f.store.Deliver(ctx, m.Address, keyedMessage("b"))
+	f.store.Deliver(ctx, m.Address, keyedMessage("c"))
+	assertSubjects(t, f, sess, "c,b")
+	bodies := f.prefix + ":{" + m.Tag() + "}:bodies"
+	if n, _ := f.client.Do(ctx, f.client.B().Hlen().Key(bodies).Build()).AsInt64(); n != 2*4 {
+		t.Errorf("bodies fields = %d, want 8 (3 + a delivery key for each of 2 messages)", n)
+	}
+	if s, err := f.store.Deliver(ctx, m.Address, keyedMessage("a")); err != nil || s.Duplicate {
+		t.Fatalf("evicted key: %+v, %v; want a new copy", s, err)
+	}
+}
+
+// On a cluster with replicas, a delivery is acknowledged only once a replica
+// has it. A frozen replica makes the WAIT (sent on the script's own
+// connection) time out: a WAIT on any other connection would count the frozen
+// replica's old acknowledgement and pass. The sender's retry, once the
+// replica is back, finds the first copy and stores nothing.
+func TestDeliverWaitsForAReplica(t *testing.T) {
+	t.Parallel()
+	cluster := storagetest.StartCluster(t, 3, 1)
+	client, err := rueidis.NewClient(storage.ClientOption(cluster.Addrs(), 2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(client.Close)
+	prefix := "durable"
+	store := storage.New(client, storage.Config{KeyPrefix: prefix, ReplicaTimeout: 300 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	m, scoped, err := store.Create(ctx, storage.NewTag(), domain, 10*time.Minute, "o")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sess, err := store.Select(ctx, m.ID, scoped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Deliver(ctx, m.Address, keyedMessage("healthy")); err != nil {
+		t.Fatalf("deliver with a healthy replica: %v", err)
+	}
+
+	primary := cluster.PrimaryFor(prefix + ":{" + m.Tag() + "}:box")
+	tag := storage.NewTag()
+	for cluster.PrimaryFor(prefix+":{"+tag+"}:box") != primary {
+		tag = storage.NewTag()
+	}
+	replica := cluster.ReplicaOf(primary)
+	cluster.Stop(replica)
+	start := time.Now()
+	_, err = store.Deliver(ctx, m.Address, keyedMessage("frozen"))
+	if !errors.Is(err, storage.ErrNotReplicated) || !errors.Is(err, storage.ErrUnavailable) {
+		t.Fatalf("deliver with a frozen replica: %v, want ErrNotReplicated (an ErrUnavailable)", err)
+	}
+	if took := time.Since(start); took < 300*time.Millisecond || took > 2*time.Second {
+		t.Errorf("deliver took %v, want about the 300ms replica timeout", took)
+	}
+	// Creation waits the same way (tag: a slot of the same primary).
+	if _, _, err := store.Create(ctx, tag, domain, time.Minute, "o"); !errors.Is(err, storage.ErrNotReplicated) {
+		t.Fatalf("create with a frozen replica: %v, want ErrNotReplicated", err)
+	}
+
+	cluster.Cont(replica)
+	s, err := store.Deliver(ctx, m.Address, keyedMessage("frozen"))
+	if err != nil || !s.Duplicate {
+		t.Fatalf("retry after the replica is back: %+v, %v; want an acknowledged duplicate", s, err)
+	}
+	list, _, err := store.Messages(ctx, sess, storage.Page{Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 2 || list[0].Subject != "frozen" || list[1].Subject != "healthy" {
+		t.Fatalf("messages = %+v, want frozen, healthy: one copy each", list)
+	}
+
+	// A replica the cluster has marked failed is not waited for (auto):
+	// deliveries go through again once the failure is detected.
+	cluster.Kill(replica)
+	deadline := time.Now().Add(15 * time.Second)
+	for i := 0; ; i++ {
+		_, err := store.Deliver(ctx, m.Address, keyedMessage("after"+string(rune('a'+i%26))))
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, storage.ErrUnavailable) || time.Now().After(deadline) {
+			t.Fatalf("deliver after the replica died: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// With MinReplicas below zero nothing waits, even with a frozen replica.
+func TestDeliverNeverWaits(t *testing.T) {
+	t.Parallel()
+	cluster := storagetest.StartCluster(t, 3, 1)
+	client, err := rueidis.NewClient(storage.ClientOption(cluster.Addrs(), 2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(client.Close)
+	store := storage.New(client, storage.Config{KeyPrefix: "nowait", MinReplicas: -1})
+	ctx := ctxT(t)
+	m, _, err := store.Create(ctx, storage.NewTag(), domain, time.Minute, "o")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cluster.Stop(cluster.ReplicaOf(cluster.PrimaryFor("nowait:{" + m.Tag() + "}:box")))
+	if _, err := store.Deliver(ctx, m.Address, keyedMessage("x")); err != nil {
+		t.Fatalf("deliver: %v", err)
+	}
+}

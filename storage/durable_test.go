@@ -3,6 +3,7 @@ package storage_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -162,5 +163,43 @@ func TestDeliverNeverWaits(t *testing.T) {
 	cluster.Stop(cluster.ReplicaOf(cluster.PrimaryFor("nowait:{" + m.Tag() + "}:box")))
 	if _, err := store.Deliver(ctx, m.Address, keyedMessage("x")); err != nil {
 		t.Fatalf("deliver: %v", err)
+	}
+}
+
+// BenchmarkDurableWrites measures what waiting for a replica costs a
+// creation and a delivery on a 3+3 cluster on loopback.
+func BenchmarkDurableWrites(b *testing.B) {
+	cluster := storagetest.StartCluster(b, 3, 1)
+	client, err := rueidis.NewClient(storage.ClientOption(cluster.Addrs(), 2*time.Second))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(client.Close)
+	for _, mode := range []struct {
+		name string
+		min  int
+	}{{"wait", 0}, {"nowait", -1}} {
+		store := storage.New(client, storage.Config{KeyPrefix: "bench", MinReplicas: mode.min})
+		ctx := context.Background()
+		b.Run("create/"+mode.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, _, err := store.Create(ctx, storage.NewTag(), domain, time.Minute, "o"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		m, _, err := store.Create(ctx, storage.NewTag(), domain, time.Minute, "o")
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run("deliver/"+mode.name, func(b *testing.B) {
+			i := 0
+			for b.Loop() {
+				i++
+				if _, err := store.Deliver(ctx, m.Address, keyedMessage(strconv.Itoa(i))); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/emersion/go-smtp"
 	"github.com/mayfly/mayfly/ratelimit"
 	"github.com/mayfly/mayfly/storage"
+	"github.com/pires/go-proxyproto"
 )
 
 // Deliverer is what the SMTP server needs from storage; *storage.Store
@@ -68,6 +69,15 @@ type Config struct {
 	MaxLineLength int
 	// TLSConfig enables STARTTLS when set.
 	TLSConfig *tls.Config
+	// ProxyProtocolFrom are the peers (a TCP load balancer) that must open
+	// every connection with a PROXY protocol v1 or v2 header: the session's
+	// client address, and so every per-IP limit, is the one the header
+	// names. A connection from such a peer without a valid header, or with
+	// a LOCAL one (a health check), is closed without a greeting. Any other
+	// peer is not read for a header at all (SMTP is server-first: the
+	// greeting cannot wait for one), so a PROXY line it sends is just an
+	// unknown command. Empty: no PROXY protocol.
+	ProxyProtocolFrom []netip.Prefix
 	// MaxSessions caps the connections one node serves at once; past it a
 	// new connection gets 421 4.4.5 and is closed. Default 1000.
 	MaxSessions int
@@ -210,6 +220,9 @@ func (s *Server) Config() Config { return s.cfg }
 
 // Serve accepts connections on ln until Shutdown, then returns nil.
 func (s *Server) Serve(ln net.Listener) error {
+	if len(s.cfg.ProxyProtocolFrom) > 0 {
+		ln = &proxyproto.Listener{Listener: ln, ConnPolicy: s.proxyPolicy, ReadHeaderTimeout: proxyHeaderTimeout}
+	}
 	l := newListener(ln, s)
 	s.mu.Lock()
 	closing := s.closing
@@ -268,6 +281,24 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return err
 }
 
+// proxyHeaderTimeout bounds how long a trusted proxy's connection may take
+// to send its PROXY header.
+const proxyHeaderTimeout = 5 * time.Second
+
+// proxyPolicy requires a PROXY header from the trusted proxies and reads
+// none from anyone else.
+func (s *Server) proxyPolicy(o proxyproto.ConnPolicyOptions) (proxyproto.Policy, error) {
+	if ap, err := netip.ParseAddrPort(o.Upstream.String()); err == nil {
+		ip := ap.Addr().Unmap()
+		for _, p := range s.cfg.ProxyProtocolFrom {
+			if p.Contains(ip) {
+				return proxyproto.REQUIRE, nil
+			}
+		}
+	}
+	return proxyproto.SKIP, nil
+}
+
 // reserve takes a session slot for a new connection from ip, or returns the
 // refusal.
 func (s *Server) reserve(c *conn) error {
@@ -305,6 +336,16 @@ func (s *Server) release(c *conn) {
 // to go-smtp through l, or answers 421 and closes it. It runs in its own
 // goroutine, so a slow Redis never stalls the accept loop.
 func (s *Server) admit(nc net.Conn, l *listener) {
+	if pc, ok := nc.(*proxyproto.Conn); ok {
+		// Reads the header (bounded by proxyHeaderTimeout), here in the
+		// connection's own goroutine, never in the accept loop.
+		if h := pc.ProxyHeader(); h == nil || h.Command.IsLocal() || h.SourceAddr == nil {
+			s.metrics.rejections.WithLabelValues("proxy_header").Inc()
+			s.log.Debug("smtp connection without a usable PROXY header from a trusted proxy", "ip", clientKey(pc.Raw().RemoteAddr()))
+			nc.Close()
+			return
+		}
+	}
 	c := &conn{Conn: nc, srv: s, ip: clientKey(nc.RemoteAddr()), end: time.Now().Add(s.cfg.SessionTimeout)}
 	if err := s.reserve(c); err != nil {
 		s.refuseConn(c, err)

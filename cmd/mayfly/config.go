@@ -31,6 +31,7 @@ var settings = []setting{
 	{"MAYFLY_SMTP_MAX_LINE_BYTES", "262144", "longest line of an SMTP command or message; longer gets 500 5.5.2 and the connection closes"},
 	{"MAYFLY_SMTP_TLS_CERT", "", "PEM certificate file for STARTTLS; with MAYFLY_SMTP_TLS_KEY, enables STARTTLS"},
 	{"MAYFLY_SMTP_TLS_KEY", "", "PEM private key file for STARTTLS"},
+	{"MAYFLY_SMTP_PROXY_PROTOCOL_FROM", "", "CIDRs of TCP load balancers that must open every SMTP connection with a PROXY protocol v1/v2 header (haproxy send-proxy-v2), comma separated; per-IP limits then apply to the client it names; empty: no PROXY protocol"},
 	{"MAYFLY_SMTP_MAX_SESSIONS", "1000", "concurrent SMTP connections per ingest node; past it 421 4.4.5"},
 	{"MAYFLY_SMTP_SESSIONS_PER_IP", "20", "concurrent SMTP connections per client IP (IPv6: /64) per ingest node; past it 421 4.7.0"},
 	{"MAYFLY_SMTP_CONN_PER_MINUTE", "60", "new SMTP connections per client IP per minute, across all nodes; past it 421 4.7.0"},
@@ -144,6 +145,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		dataTimeout:    p.duration("MAYFLY_SMTP_DATA_TIMEOUT"),
 		sessionTimeout: p.duration("MAYFLY_SMTP_SESSION_TIMEOUT"),
 		remoteImages:   p.choice("MAYFLY_HTML_REMOTE_IMAGES", "block", "allow") == "allow",
+		proxyFrom:      p.prefixes("MAYFLY_SMTP_PROXY_PROTOCOL_FROM"),
 	}
 	if len(c.redisAddrs) == 0 {
 		p.fail("MAYFLY_REDIS_ADDRS", "must name at least one address")
@@ -172,6 +174,7 @@ type smtpConfig struct {
 	dataTimeout    time.Duration
 	sessionTimeout time.Duration
 	remoteImages   bool
+	proxyFrom      []netip.Prefix
 }
 
 // parser collects the first error so loadConfig reads as a list.

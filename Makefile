@@ -10,7 +10,7 @@ STATICCHECK_VERSION ?= v0.8.2
 
 GO ?= go
 
-.PHONY: build run test lint bench bench-smoke cluster-up cluster-down clean
+.PHONY: build run test lint bench bench-smoke cluster-up cluster-down cluster-demo drill clean
 
 build:
 	$(GO) build -o bin/mayfly ./cmd/mayfly
@@ -51,6 +51,12 @@ cluster-up:
 
 cluster-down:
 	bash deploy/cluster.sh down
+
+# The production shape on loopback: a 3+3 Redis Cluster, 2 edge + 2 ingest
+# nodes, haproxy in front (deploy/README.md). Prints its addresses; Ctrl-C
+# tears it all down.
+cluster-demo:
+	bash deploy/topology.sh demo
 
 clean:
 	rm -rf bin bench/bin

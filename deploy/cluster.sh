@@ -2,6 +2,11 @@
 # cluster.sh up|down|addrs — a throwaway 3-master Redis Cluster on loopback for
 # tests and local runs. Nothing is saved to disk that outlives `down`.
 #
+# MAYFLY_CLUSTER_REPLICAS (default 0) gives each primary that many replicas
+# (deploy/topology.sh uses 1); MAYFLY_CLUSTER_NODE_TIMEOUT (ms, default 5000)
+# is cluster-node-timeout, how long a node may be silent before it is failed
+# over.
+#
 # Where the cluster lives:
 #   MAYFLY_CLUSTER_DIR set:   that directory holds the nodes' data, pidfiles,
 #                             logs and the addrs file. Use this when several
@@ -20,7 +25,9 @@ repo=$(cd "$here/.." && pwd)
 # shellcheck source=deploy/lib.sh
 . "$here/lib.sh"
 
-NODES=3
+REPLICAS=${MAYFLY_CLUSTER_REPLICAS:-0}
+NODE_TIMEOUT=${MAYFLY_CLUSTER_NODE_TIMEOUT:-5000}
+NODES=$((3 * (1 + REPLICAS)))
 state_file="$repo/.cluster/state"
 
 usage() { die "usage: $0 up|down|addrs"; }
@@ -102,7 +109,9 @@ start_node() {
 		redis-server \
 			--port "$port" --bind 127.0.0.1 \
 			--cluster-enabled yes --cluster-config-file "nodes-$port.conf" \
-			--cluster-node-timeout 5000 \
+			--cluster-node-timeout "$NODE_TIMEOUT" \
+			--cluster-replica-validity-factor 0 --repl-diskless-sync-delay 0 \
+			--enable-debug-command local \
 			--save '' --appendonly no \
 			--daemonize yes --dir "$dir" \
 			--pidfile "$pidfile" --logfile "$dir/redis-$port.log" \
@@ -134,6 +143,26 @@ wait_cluster_ok() {
 			if ! grep -qx 'cluster_state:ok' <<<"$info" ||
 				! grep -qx 'cluster_slots_ok:16384' <<<"$info" ||
 				! grep -qx "cluster_known_nodes:$#" <<<"$info"; then
+				ok=
+				break
+			fi
+		done
+		[[ -n $ok ]] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# wait_replicas_synced PORT...: waits until every replica's link to its
+# primary is up and its first sync is done.
+wait_replicas_synced() {
+	local port info ok i
+	for ((i = 0; i < 300; i++)); do
+		ok=1
+		for port in "$@"; do
+			info=$(redis-cli -h 127.0.0.1 -p "$port" info replication 2>/dev/null | tr -d '\r')
+			if grep -qx 'role:slave' <<<"$info" &&
+				{ ! grep -qx 'master_link_status:up' <<<"$info" || ! grep -qx 'master_sync_in_progress:0' <<<"$info"; }; then
 				ok=
 				break
 			fi
@@ -198,11 +227,13 @@ cmd_up() {
 	# Only the ports that made it: `down` must not chase the ones we gave up.
 	printf '%s\n' "${ports[@]}" >"$dir/ports"
 
-	redis-cli --cluster create "${hostports[@]}" --cluster-replicas 0 --cluster-yes \
+	redis-cli --cluster create "${hostports[@]}" --cluster-replicas "$REPLICAS" --cluster-yes \
 		>"$dir/create.log" 2>&1 ||
 		die "redis-cli --cluster create failed: $(tail -n 5 "$dir/create.log")"
 	wait_cluster_ok "${ports[@]}" ||
 		die "cluster did not reach cluster_state:ok within 30 s; logs in $dir"
+	((REPLICAS == 0)) || wait_replicas_synced "${ports[@]}" ||
+		die "replicas did not finish their first sync within 30 s; logs in $dir"
 
 	addrs=$(
 		IFS=,

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # install-deps.sh — installs the Debian packages that `make test` and
 # `make run` and `make bench` need beyond Go itself: redis-server,
-# redis-tools (redis-cli, redis-benchmark), swaks and libnet-ssleay-perl (swaks --tls). Does nothing when they are all present, so it is cheap to run first
+# redis-tools (redis-cli, redis-benchmark), swaks, libnet-ssleay-perl (swaks --tls),
+# haproxy and curl. Does nothing when they are all present, so it is cheap to run first
 # thing in every script.
 set -euo pipefail
 
@@ -15,6 +16,10 @@ missing=()
 command -v redis-server >/dev/null || missing+=(redis-server)
 { command -v redis-cli && command -v redis-benchmark; } >/dev/null || missing+=(redis-tools)
 command -v swaks >/dev/null || missing+=(swaks)
+# haproxy fronts the local production topology (make cluster-demo, its tests
+# and the failover drills); curl is how the scripts probe readiness.
+command -v haproxy >/dev/null || missing+=(haproxy)
+command -v curl >/dev/null || missing+=(curl)
 # swaks needs Net::SSLeay for --tls (a recommends, which we do not install).
 perl -MNet::SSLeay -e1 2>/dev/null || missing+=(libnet-ssleay-perl)
 ((${#missing[@]} == 0)) && exit 0
@@ -31,7 +36,7 @@ apt-get update -qq
 # The package's own redis service (port 6379) is not used: every script starts
 # its own servers on free ports.
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-for c in redis-server redis-cli redis-benchmark swaks; do
+for c in redis-server redis-cli redis-benchmark swaks haproxy curl; do
 	command -v "$c" >/dev/null || die "$c still missing after installing ${missing[*]}"
 done
 perl -MNet::SSLeay -e1 2>/dev/null || die "Net::SSLeay still missing after installing ${missing[*]}"

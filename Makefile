@@ -58,6 +58,12 @@ cluster-down:
 cluster-demo:
 	bash deploy/topology.sh demo
 
+# Every failover drill of deploy/README.md, with longer load (about 3
+# minutes); prints the table. `make test` runs the two short ones.
+drill: build
+	bash deploy/install-deps.sh
+	MAYFLY_DRILL=full go test -tags drill -count=1 -timeout 20m -v -run 'Drill' ./deploy/topology/ | grep -E '^(\||---|ok|FAIL|    drill_)'
+
 clean:
 	rm -rf bin bench/bin
 	rm -f jar *.out *.prof *.test

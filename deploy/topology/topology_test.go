@@ -172,7 +172,9 @@ func TestThroughHAProxy(t *testing.T) {
 		if len(l.Data.Items) != 3 {
 			t.Fatalf("%d messages, want 3", len(l.Data.Items))
 		}
-		var msg struct{ Data struct{ Message struct{ Subject string } } }
+		var msg struct {
+			Data struct{ Message struct{ Subject string } }
+		}
 		if code := u.do("GET", "/messages/"+l.Data.Items[0].ID, "", &msg); code != 200 || msg.Data.Message.Subject != "hello c" {
 			t.Fatalf("GET /messages/{id} = %d %+v", code, msg)
 		}

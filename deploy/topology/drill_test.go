@@ -1,0 +1,549 @@
+package topology_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/smtp"
+	"net/textproto"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mayfly/mayfly/deploy/topology"
+)
+
+// The failover drills of deploy/README.md: the topology under SMTP and API
+// load through haproxy while a node fails. `make test` runs the short
+// primary drill; `make drill` (MAYFLY_DRILL=full) runs every drill longer and
+// prints the table that deploy/README.md keeps.
+//
+// What every drill asserts, the product's promises:
+//   - no message that got 250 is missing afterwards, none is stored twice;
+//   - senders see only 4xx replies or dropped connections while it lasts,
+//     never a 5xx (which would bounce the mail) and never a hang;
+//   - the API never answers 500;
+//   - an event stream that stays open, or reconnects with Last-Event-ID as
+//     the spec tells clients, receives every stored message;
+//   - the window of 4xx / 503 answers stays within the target (5 s, the
+//     cluster-node-timeout of 2 s included).
+
+// drillEnv are the settings of a drill's nodes: load far above the per-IP
+// limits (every sender is 127.0.0.1), and room for every message.
+var drillEnv = []string{
+	"MAYFLY_SMTP_CONN_PER_MINUTE=1000000", "MAYFLY_SMTP_MAIL_PER_MINUTE=1000000",
+	"MAYFLY_SMTP_SESSIONS_PER_IP=10000", "MAYFLY_RATE_REQUESTS_PER_SECOND=1000000",
+	"MAYFLY_RATE_CREATE_PER_MINUTE=1000", "MAYFLY_RATE_CREATE_PER_HOUR=1000",
+	"MAYFLY_RATE_CREATE_PER_DAY=1000", "MAYFLY_RATE_ACTIVE_PER_IP=1000",
+	"MAYFLY_MAILBOX_MAX_MESSAGES=100000", "MAYFLY_MAILBOX_MAX_BYTES=1073741824",
+	"MAYFLY_REDIS_TIMEOUT=1s",
+}
+
+const failoverTarget = 5 * time.Second
+
+type drillConfig struct {
+	senders   int
+	mailboxes int
+	before    time.Duration // load before the fault
+	after     time.Duration // load after the fault
+}
+
+func drillFull() bool { return os.Getenv("MAYFLY_DRILL") == "full" }
+
+func config() drillConfig {
+	if drillFull() {
+		return drillConfig{senders: 12, mailboxes: 24, before: 3 * time.Second, after: 15 * time.Second}
+	}
+	return drillConfig{senders: 8, mailboxes: 9, before: 2 * time.Second, after: 8 * time.Second}
+}
+
+// window records the first and last time something happened.
+type window struct {
+	mu          sync.Mutex
+	first, last time.Time
+	n           int
+}
+
+func (w *window) add(t time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.n == 0 || t.Before(w.first) {
+		w.first = t
+	}
+	if t.After(w.last) {
+		w.last = t
+	}
+	w.n++
+}
+
+func (w *window) seconds() float64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.n == 0 {
+		return 0
+	}
+	return w.last.Sub(w.first).Seconds()
+}
+
+// drill is one run: mailboxes with their users and event streams, senders,
+// pollers, and what they saw.
+type drill struct {
+	t   *testing.T
+	tp  *topology.Topology
+	cfg drillConfig
+
+	boxes []*box
+
+	sent, accepted   atomic.Int64
+	permanent        atomic.Int64 // 5xx replies
+	hangs            atomic.Int64 // attempts that did not end within their deadline
+	http500          atomic.Int64
+	smtpTemp, api503 window
+	acceptedMu       sync.Mutex
+	acceptedSubject  map[string]string // subject → mailbox address
+	notes            []string
+}
+
+type box struct {
+	u       *user
+	addr    string
+	mu      sync.Mutex
+	events  map[string]int // message id → times received as an event
+	lastID  string
+	streams int // streams opened (1 + reconnects)
+}
+
+func newDrill(t *testing.T, env ...string) *drill {
+	d := &drill{t: t, cfg: config(), acceptedSubject: map[string]string{}}
+	d.tp = topology.Start(t, append(append([]string{}, drillEnv...), env...)...)
+	for range d.cfg.mailboxes {
+		u := newUser(t, d.tp.HTTPURL)
+		d.boxes = append(d.boxes, &box{u: u, addr: u.open(), events: map[string]int{}})
+	}
+	return d
+}
+
+// run starts the load, calls fault after cfg.before, keeps the load for
+// cfg.after, then stops it and waits until the cluster is whole.
+func (d *drill) run(fault func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for _, b := range d.boxes {
+		wg.Go(func() { d.stream(ctx, b) })
+	}
+	var seq atomic.Int64
+	for range d.cfg.senders {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				n := seq.Add(1)
+				d.deliver(ctx, d.boxes[int(n)%len(d.boxes)].addr, fmt.Sprintf("drill-%d", n))
+			}
+		})
+	}
+	wg.Go(func() { d.poll(ctx) })
+	time.Sleep(d.cfg.before)
+	fault()
+	time.Sleep(d.cfg.after)
+	cancel()
+	wg.Wait()
+	d.tp.WaitClusterOK(30 * time.Second)
+}
+
+// deliver sends one message as an MTA would: a new connection per attempt,
+// and the same bytes again after any 4xx or dropped connection, until a 250
+// (or a 5xx, or the drill ends).
+func (d *drill) deliver(ctx context.Context, to, subject string) {
+	d.sent.Add(1)
+	msg := []byte("From: drill@example.org\r\nTo: " + to + "\r\nSubject: " + subject +
+		"\r\nMessage-ID: <" + subject + "@drill.example.org>\r\n\r\nbody of " + subject + "\r\n")
+	for ctx.Err() == nil {
+		start := time.Now()
+		code, err := sendOnce(d.tp.SMTPAddr, to, msg, 15*time.Second)
+		if time.Since(start) > 12*time.Second {
+			d.hangs.Add(1)
+		}
+		switch {
+		case err == nil:
+			d.accepted.Add(1)
+			d.acceptedMu.Lock()
+			d.acceptedSubject[subject] = to
+			d.acceptedMu.Unlock()
+			return
+		case code >= 500:
+			d.permanent.Add(1)
+			d.note(fmt.Sprintf("5xx for %s: %v", subject, err))
+			return
+		default: // 4xx or a dropped connection: retry
+			d.smtpTemp.add(time.Now())
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+}
+
+// sendOnce is one SMTP transaction on a new connection; code is the reply
+// code of a refusal (0: the connection failed or dropped).
+func sendOnce(addr, to string, msg []byte, deadline time.Duration) (int, error) {
+	conn, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		return 0, err
+	}
+	_ = conn.SetDeadline(time.Now().Add(deadline))
+	c, err := smtp.NewClient(conn, "127.0.0.1")
+	if err != nil {
+		conn.Close()
+		return codeOf(err), err
+	}
+	defer c.Close()
+	if err := c.Mail("drill@example.org"); err != nil {
+		return codeOf(err), err
+	}
+	if err := c.Rcpt(to); err != nil {
+		return codeOf(err), err
+	}
+	w, err := c.Data()
+	if err != nil {
+		return codeOf(err), err
+	}
+	if _, err := w.Write(msg); err != nil {
+		return codeOf(err), err
+	}
+	if err := w.Close(); err != nil {
+		return codeOf(err), err
+	}
+	_ = c.Quit()
+	return 250, nil
+}
+
+func codeOf(err error) int {
+	var te *textproto.Error
+	if errors.As(err, &te) {
+		return te.Code
+	}
+	return 0
+}
+
+// poll reads every mailbox's message list in turn, as clients do, and
+// records the API's failures.
+func (d *drill) poll(ctx context.Context) {
+	for i := 0; ctx.Err() == nil; i++ {
+		b := d.boxes[i%len(d.boxes)]
+		req, _ := http.NewRequestWithContext(ctx, "GET", d.tp.HTTPURL+"/messages?limit=1", nil)
+		res, err := b.u.http.Do(req)
+		if err != nil {
+			if ctx.Err() == nil {
+				d.api503.add(time.Now()) // a refused connection counts as unavailability
+			}
+			continue
+		}
+		res.Body.Close()
+		switch res.StatusCode {
+		case 500:
+			d.http500.Add(1)
+		case 503:
+			d.api503.add(time.Now())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// stream keeps an event stream open on b as the spec tells clients: on any
+// end, reconnect after a short backoff with Last-Event-ID.
+func (d *drill) stream(ctx context.Context, b *box) {
+	for ctx.Err() == nil {
+		req, _ := http.NewRequestWithContext(ctx, "GET", d.tp.HTTPURL+"/events", nil)
+		b.mu.Lock()
+		if b.lastID != "" {
+			req.Header.Set("Last-Event-ID", b.lastID)
+		}
+		b.streams++
+		b.mu.Unlock()
+		res, err := (&http.Client{Jar: b.u.http.Jar}).Do(req)
+		if err == nil && res.StatusCode == 200 {
+			sc := bufio.NewScanner(res.Body)
+			event := ""
+			for sc.Scan() {
+				line := sc.Text()
+				switch {
+				case strings.HasPrefix(line, "event: "):
+					event = strings.TrimPrefix(line, "event: ")
+				case strings.HasPrefix(line, "id: ") && event == "message.received":
+					id := strings.TrimPrefix(line, "id: ")
+					b.mu.Lock()
+					b.events[id]++
+					b.lastID = id
+					b.mu.Unlock()
+				case line == "":
+					event = ""
+				}
+			}
+		}
+		if res != nil {
+			if res.StatusCode == 500 {
+				d.http500.Add(1)
+			}
+			res.Body.Close()
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+}
+
+// drain waits for the streams to deliver what is stored, then stops them.
+func (d *drill) settle() {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for _, b := range d.boxes {
+		wg.Go(func() { d.stream(ctx, b) })
+	}
+	time.Sleep(3 * time.Second)
+	cancel()
+	wg.Wait()
+}
+
+type result struct {
+	name                                   string
+	sent, accepted, lost, dups, perm, hang int64
+	http500                                int64
+	smtpWindow, apiWindow                  float64
+	missedEvents, streams                  int
+}
+
+// check reads every mailbox back through haproxy and compares.
+func (d *drill) check(name string) result {
+	d.settle()
+	r := result{name: name, sent: d.sent.Load(), accepted: d.accepted.Load(), perm: d.permanent.Load(),
+		hang: d.hangs.Load(), http500: d.http500.Load(), smtpWindow: d.smtpTemp.seconds(), apiWindow: d.api503.seconds()}
+	stored := map[string]int{} // subject → copies
+	for _, b := range d.boxes {
+		ids := map[string]bool{}
+		for offset := 0; ; offset += 100 {
+			var l struct {
+				Data struct {
+					Items      []struct{ ID, Subject string }
+					Pagination struct {
+						HasMore bool `json:"has_more"`
+					}
+				}
+			}
+			if code := b.u.do("GET", "/messages?limit=100&offset="+strconv.Itoa(offset), "", &l); code != 200 {
+				d.t.Fatalf("reading %s back: %d", b.addr, code)
+			}
+			for _, it := range l.Data.Items {
+				stored[it.Subject]++
+				ids[it.ID] = true
+			}
+			if !l.Data.Pagination.HasMore {
+				break
+			}
+		}
+		b.mu.Lock()
+		for id := range ids {
+			if b.events[id] == 0 {
+				r.missedEvents++
+			}
+		}
+		r.streams += b.streams - 1
+		b.mu.Unlock()
+	}
+	d.acceptedMu.Lock()
+	for subject := range d.acceptedSubject {
+		if stored[subject] == 0 {
+			r.lost++
+			d.note("lost after 250: " + subject)
+		}
+	}
+	d.acceptedMu.Unlock()
+	for subject, n := range stored {
+		if n > 1 {
+			r.dups += int64(n - 1)
+			d.note(fmt.Sprintf("stored %d times: %s", n, subject))
+		}
+	}
+	report(d.t, r)
+	return r
+}
+
+func (d *drill) note(s string) {
+	d.acceptedMu.Lock()
+	defer d.acceptedMu.Unlock()
+	if len(d.notes) < 20 {
+		d.notes = append(d.notes, s)
+	}
+}
+
+// assert fails the drill on any broken promise.
+func (d *drill) assert(r result) {
+	t := d.t
+	for _, n := range d.notes {
+		t.Log(n)
+	}
+	if r.accepted == 0 {
+		t.Errorf("no message accepted at all")
+	}
+	if r.lost != 0 || r.dups != 0 {
+		t.Errorf("%d lost after 250, %d duplicates; want 0 and 0", r.lost, r.dups)
+	}
+	if r.perm != 0 || r.hang != 0 {
+		t.Errorf("%d permanent (5xx) replies, %d hung attempts; want none", r.perm, r.hang)
+	}
+	if r.http500 != 0 {
+		t.Errorf("%d HTTP 500; want none", r.http500)
+	}
+	if r.missedEvents != 0 {
+		t.Errorf("%d stored messages never reached their event stream", r.missedEvents)
+	}
+	for _, w := range []float64{r.smtpWindow, r.apiWindow} {
+		if w > failoverTarget.Seconds() {
+			t.Errorf("failure window %.1fs; target %v", w, failoverTarget)
+		}
+	}
+}
+
+var (
+	reportMu sync.Mutex
+	reported []result
+)
+
+// report logs one row and, with MAYFLY_DRILL_REPORT set, appends it to
+// that file as a Markdown table row (make drill writes the table).
+func report(t *testing.T, r result) {
+	row := fmt.Sprintf("| %s | %d | %d | %d | %d | %d | %.1f | %.1f | %d | %d | %d |",
+		r.name, r.sent, r.accepted, r.lost, r.dups, r.perm, r.smtpWindow, r.apiWindow, r.http500, r.missedEvents, r.streams)
+	t.Log("drill | name | sent | accepted | lost after 250 | duplicates | 5xx | s of SMTP 4xx/drops | s of API 503 | HTTP 500 | events missed | stream reconnects |")
+	t.Log("drill " + row)
+	reportMu.Lock()
+	defer reportMu.Unlock()
+	reported = append(reported, r)
+	if f := os.Getenv("MAYFLY_DRILL_REPORT"); f != "" {
+		fh, err := os.OpenFile(f, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+		if err == nil {
+			fmt.Fprintln(fh, row)
+			fh.Close()
+		}
+	}
+}
+
+// A Redis primary killed with -9 under load: its replica takes over within
+// the node timeout, and nothing accepted is lost. Runs in `make test` (short).
+func TestDrillKillPrimary(t *testing.T) {
+	d := newDrill(t)
+	primary, _ := d.tp.PrimaryFor("mf:{" + strings.SplitN(d.boxes[0].addr, "@", 2)[0] + "}:box")
+	pid := d.tp.RedisPID(primary)
+	d.run(func() { d.tp.Kill(pid) })
+	d.assert(d.check("kill -9 a Redis primary"))
+}
+
+// One transaction stopped in the middle of DATA by the death of its ingest
+// node: no 250, and the retry through haproxy stores it once.
+func TestDrillKillIngestMidData(t *testing.T) {
+	tp := topology.Start(t, drillEnv...)
+	u := newUser(t, tp.HTTPURL)
+	addr := u.open()
+	msg := []byte("From: a@example.org\r\nTo: " + addr + "\r\nSubject: mid-data\r\nMessage-ID: <mid-data@example.org>\r\n\r\n" +
+		strings.Repeat("a line of the body\r\n", 50))
+
+	conn, err := net.DialTimeout("tcp", tp.SMTPAddr, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.SetDeadline(time.Now().Add(20 * time.Second))
+	c, err := smtp.NewClient(conn, "127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Mail("a@example.org"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Rcpt(addr); err != nil {
+		t.Fatal(err)
+	}
+	w, err := c.Data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(msg[:len(msg)/2]); err != nil {
+		t.Fatal(err)
+	}
+	// The node holding this session is the one with a session open.
+	victim := -1
+	for i, n := range tp.Ingests {
+		if sessions(t, n.Admin) == 1 {
+			victim = i
+		}
+	}
+	if victim < 0 {
+		t.Fatal("no ingest node reports the open session")
+	}
+	tp.Kill(tp.Ingests[victim].PID)
+	_, werr := w.Write(msg[len(msg)/2:])
+	cerr := w.Close()
+	if werr == nil && cerr == nil {
+		t.Fatal("the transaction was acknowledged although its node died mid-DATA")
+	}
+	c.Close()
+
+	// The sender retries the same bytes; haproxy's check marks the dead
+	// node down within about a second, and a connection that reaches it
+	// before is refused, so retry until accepted.
+	deadline := time.Now().Add(failoverTarget)
+	for {
+		code, err := sendOnce(tp.SMTPAddr, addr, msg, 10*time.Second)
+		if err == nil {
+			break
+		}
+		if code >= 500 || time.Now().After(deadline) {
+			t.Fatalf("retry after the ingest died: %d %v", code, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// And once more, as a sender that never saw the 250 would.
+	if _, err := sendOnce(tp.SMTPAddr, addr, msg, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(u.list().Data.Items); got != 1 {
+		t.Fatalf("%d copies stored, want exactly 1", got)
+	}
+}
+
+// sessions reads mayfly_smtp_sessions_open from an ingest's admin listener.
+func sessions(t *testing.T, admin string) int {
+	res, err := http.Get("http://" + admin + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	sc := bufio.NewScanner(res.Body)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "mayfly_smtp_sessions_open "); ok {
+			f, _ := strconv.ParseFloat(v, 64)
+			return int(f)
+		}
+	}
+	t.Fatal("no mayfly_smtp_sessions_open metric")
+	return 0
+}
+
+// TestMain prints the table of every drill that ran, sorted by name.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if len(reported) > 0 {
+		sort.Slice(reported, func(i, j int) bool { return reported[i].name < reported[j].name })
+		fmt.Println("| drill | sent | accepted | lost after 250 | duplicates | 5xx | s of SMTP 4xx/drops | s of API 503 | HTTP 500 | events missed | stream reconnects |")
+		fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
+		for _, r := range reported {
+			fmt.Printf("| %s | %d | %d | %d | %d | %d | %.1f | %.1f | %d | %d | %d |\n",
+				r.name, r.sent, r.accepted, r.lost, r.dups, r.perm, r.smtpWindow, r.apiWindow, r.http500, r.missedEvents, r.streams)
+		}
+	}
+	os.Exit(code)
+}

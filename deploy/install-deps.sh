@@ -2,7 +2,7 @@
 # install-deps.sh — installs the Debian packages that `make test` and
 # `make run` and `make bench` need beyond Go itself: redis-server,
 # redis-tools (redis-cli, redis-benchmark), swaks, libnet-ssleay-perl (swaks --tls),
-# haproxy and curl. Does nothing when they are all present, so it is cheap to run first
+# haproxy, curl, systemd (systemd-analyze) and prometheus (promtool). Does nothing when they are all present, so it is cheap to run first
 # thing in every script.
 set -euo pipefail
 
@@ -20,6 +20,10 @@ command -v swaks >/dev/null || missing+=(swaks)
 # and the failover drills); curl is how the scripts probe readiness.
 command -v haproxy >/dev/null || missing+=(haproxy)
 command -v curl >/dev/null || missing+=(curl)
+# The deploy artifacts' checks: systemd-analyze verify (units), promtool
+# (alert rules; only the tool is used, its service is never started).
+command -v systemd-analyze >/dev/null || missing+=(systemd)
+command -v promtool >/dev/null || missing+=(prometheus)
 # swaks needs Net::SSLeay for --tls (a recommends, which we do not install).
 perl -MNet::SSLeay -e1 2>/dev/null || missing+=(libnet-ssleay-perl)
 ((${#missing[@]} == 0)) && exit 0
@@ -36,7 +40,7 @@ apt-get update -qq
 # The package's own redis service (port 6379) is not used: every script starts
 # its own servers on free ports.
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-for c in redis-server redis-cli redis-benchmark swaks haproxy curl; do
+for c in redis-server redis-cli redis-benchmark swaks haproxy curl systemd-analyze promtool; do
 	command -v "$c" >/dev/null || die "$c still missing after installing ${missing[*]}"
 done
 perl -MNet::SSLeay -e1 2>/dev/null || die "Net::SSLeay still missing after installing ${missing[*]}"

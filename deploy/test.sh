@@ -46,6 +46,11 @@ set +e
 # shellcheck disable=SC2086 # GOTESTFLAGS is a list of flags
 MAYFLY_TEST_REDIS_ADDRS=$addrs go test -race -count=1 -timeout 8m ${GOTESTFLAGS:-} "${pkgs[@]}"
 rc=$?
+# The deploy artifacts' own module (Kubernetes types, buildkit's Dockerfile
+# parser: kept out of Mayfly's go.mod) on every full run.
+if ((rc == 0)) && [[ ${pkgs[*]} == ./... ]]; then
+	(cd deploy/check && go test -count=1 ./...) || rc=$?
+fi
 # A short fuzz run of MIME parsing and HTML sanitizing on every full run, so
 # new code meets fresh inputs; longer runs are for `go test -fuzz` by hand.
 # A shorter minimize time keeps the fuzzer from stalling on a new input.

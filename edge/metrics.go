@@ -10,6 +10,7 @@ type Metrics struct {
 	latency     *prometheus.HistogramVec // by route
 	redisErrors prometheus.Counter
 	rejections  *prometheus.CounterVec // rate-limit rejections by kind
+	reg         prometheus.Registerer  // for the series New adds (nil: none)
 }
 
 // NewMetrics registers the edge's series on reg (nil: unregistered, for tests).
@@ -32,5 +33,22 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	if reg != nil {
 		reg.MustRegister(m.requests, m.latency, m.redisErrors, m.rejections)
 	}
+	m.reg = reg
 	return m
+}
+
+// registerStreams adds the event-stream gauges of server s: how many are
+// open and the node's cap (MaxStreams), so an alert can compare the two.
+func (m *Metrics) registerStreams(s *Server) {
+	if m.reg == nil {
+		return
+	}
+	m.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "mayfly_events_streams_open", Help: "Open event streams (GET /events) on this node.",
+		}, func() float64 { return float64(s.streams.Load()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "mayfly_events_streams_max", Help: "The node's cap on open event streams (MAYFLY_MAX_STREAMS).",
+		}, func() float64 { return float64(s.cfg.MaxStreams) }),
+	)
 }

@@ -141,6 +141,7 @@ func New(store Mailboxes, limiter Limiter, cfg Config, log *slog.Logger, metrics
 		ReadBufferSize:                8 << 10,
 		Logger:                        slogPrinter{log},
 	}
+	s.metrics.registerStreams(s)
 	return s
 }
 

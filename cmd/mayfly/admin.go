@@ -2,13 +2,34 @@ package main
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/pprof"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/rueidis"
 )
+
+// reachable is /readyz's test: nil when any Redis node answers PING. A node
+// is ready while it reaches the cluster: one failed Redis node (whose slots
+// fail over within seconds) must not take every Mayfly node out of its load
+// balancer at once, which a PING to one random node would.
+func reachable(ctx context.Context, client rueidis.Client) error {
+	nodes := client.Nodes()
+	errs := make(chan error, len(nodes))
+	for _, n := range nodes {
+		go func() { errs <- n.Do(ctx, n.B().Ping().Build()).Error() }()
+	}
+	err := errors.New("no redis node known")
+	for range nodes {
+		if err = <-errs; err == nil {
+			return nil
+		}
+	}
+	return err
+}
 
 // adminMux serves the operator endpoints. It is mounted on MAYFLY_ADMIN_ADDR
 // only, never on the public listener.

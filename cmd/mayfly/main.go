@@ -123,7 +123,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		default:
 			return errors.New("redis not connected yet")
 		}
-		return client.Do(ctx, client.B().Ping().Build()).Error()
+		return reachable(ctx, client)
 	}), ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := admin.Serve(adminLn); err != nil && !errors.Is(err, http.ErrServerClosed) {

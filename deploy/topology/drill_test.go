@@ -110,6 +110,8 @@ type drill struct {
 	acceptedMu       sync.Mutex
 	acceptedSubject  map[string]string // subject → mailbox address
 	notes            []string
+	temps, lastTemps []string
+	faultAt          time.Time
 }
 
 type box struct {
@@ -150,6 +152,7 @@ func (d *drill) run(fault func()) {
 	}
 	wg.Go(func() { d.poll(ctx) })
 	time.Sleep(d.cfg.before)
+	d.faultAt = time.Now()
 	fault()
 	time.Sleep(d.cfg.after)
 	cancel()
@@ -183,6 +186,7 @@ func (d *drill) deliver(ctx context.Context, to, subject string) {
 			return
 		default: // 4xx or a dropped connection: retry
 			d.smtpTemp.add(time.Now())
+			d.tempNote(err)
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
@@ -373,6 +377,19 @@ func (d *drill) check(name string) result {
 	return r
 }
 
+// tempNote keeps the first and the latest temporary failures, with their
+// time since the fault, to explain a long window.
+func (d *drill) tempNote(err error) {
+	d.acceptedMu.Lock()
+	defer d.acceptedMu.Unlock()
+	line := fmt.Sprintf("+%.1fs %v", time.Since(d.faultAt).Seconds(), err)
+	if len(d.temps) < 3 {
+		d.temps = append(d.temps, line)
+	} else {
+		d.lastTemps = append(d.lastTemps[max(0, len(d.lastTemps)-2):], line)
+	}
+}
+
 func (d *drill) note(s string) {
 	d.acceptedMu.Lock()
 	defer d.acceptedMu.Unlock()
@@ -404,7 +421,12 @@ func (d *drill) assert(r result) {
 	}
 	for _, w := range []float64{r.smtpWindow, r.apiWindow} {
 		if w > failoverTarget.Seconds() {
-			t.Errorf("failure window %.1fs; target %v", w, failoverTarget)
+			t.Errorf("failure window %.1fs; target %v; SMTP failures: first %q, last %q", w, failoverTarget, d.temps, d.lastTemps)
+			for line := range strings.Lines(d.tp.Logs("haproxy")) {
+				if strings.Contains(line, " is DOWN") || strings.Contains(line, " is UP") {
+					t.Log("haproxy: " + strings.TrimSpace(line))
+				}
+			}
 		}
 	}
 }

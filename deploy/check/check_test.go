@@ -1,0 +1,280 @@
+// Package check validates deploy artifacts with the libraries that define
+// them: the Kubernetes objects of deploy/k8s decode strictly into the real
+// API types, and the Dockerfile parses with buildkit's own parser. It is a
+// module of its own so that those libraries stay out of Mayfly's go.mod;
+// deploy/test.sh runs it on every full `make test`.
+package check
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/moby/buildkit/frontend/dockerfile/instructions"
+	"github.com/moby/buildkit/frontend/dockerfile/parser"
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"sigs.k8s.io/yaml"
+)
+
+const repo = "../.."
+
+// settings are the MAYFLY_* names of README.md's settings table, the list
+// cmd/mayfly's own test keeps equal to the code's.
+func settings(t *testing.T) map[string]bool {
+	b, err := os.ReadFile(filepath.Join(repo, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	re := regexp.MustCompile("^\\| `(MAYFLY_[A-Z0-9_]+)` \\|")
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		if m := re.FindStringSubmatch(sc.Text()); m != nil {
+			out[m[1]] = true
+		}
+	}
+	if len(out) < 20 {
+		t.Fatalf("found %d settings in README.md: table not found", len(out))
+	}
+	return out
+}
+
+// kustomization is the part of kustomization.yaml the base uses; decoding
+// it strictly catches a misspelt field.
+type kustomization struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Labels     []struct {
+		Pairs map[string]string `json:"pairs"`
+	} `json:"labels"`
+	Resources []string `json:"resources"`
+	Images    []struct {
+		Name    string `json:"name"`
+		NewName string `json:"newName"`
+		NewTag  string `json:"newTag"`
+	} `json:"images"`
+}
+
+type objects struct {
+	deployments map[string]*appsv1.Deployment
+	services    map[string]*corev1.Service
+	pdbs        map[string]*policyv1.PodDisruptionBudget
+	hpas        map[string]*autoscalingv2.HorizontalPodAutoscaler
+	configMaps  map[string]*corev1.ConfigMap
+}
+
+// load decodes every object of every resource of the base, strictly: an
+// unknown or misplaced field is an error, as it would be for kubectl with
+// server-side field validation.
+func load(t *testing.T) objects {
+	dir := filepath.Join(repo, "deploy", "k8s")
+	b, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var k kustomization
+	if err := yaml.UnmarshalStrict(b, &k); err != nil {
+		t.Fatalf("kustomization.yaml: %v", err)
+	}
+	if k.Kind != "Kustomization" || len(k.Resources) == 0 {
+		t.Fatalf("kustomization.yaml: kind %q, %d resources", k.Kind, len(k.Resources))
+	}
+	o := objects{map[string]*appsv1.Deployment{}, map[string]*corev1.Service{}, map[string]*policyv1.PodDisruptionBudget{},
+		map[string]*autoscalingv2.HorizontalPodAutoscaler{}, map[string]*corev1.ConfigMap{}}
+	for _, res := range k.Resources {
+		b, err := os.ReadFile(filepath.Join(dir, res))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, doc := range regexp.MustCompile(`(?m)^---\s*$`).Split(string(b), -1) {
+			if strings.TrimSpace(doc) == "" {
+				continue
+			}
+			var meta struct {
+				APIVersion string `json:"apiVersion"`
+				Kind       string `json:"kind"`
+			}
+			if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
+				t.Fatalf("%s doc %d: %v", res, i, err)
+			}
+			var obj interface{ GetName() string }
+			switch meta.APIVersion + " " + meta.Kind {
+			case "apps/v1 Deployment":
+				obj = &appsv1.Deployment{}
+			case "v1 Service":
+				obj = &corev1.Service{}
+			case "policy/v1 PodDisruptionBudget":
+				obj = &policyv1.PodDisruptionBudget{}
+			case "autoscaling/v2 HorizontalPodAutoscaler":
+				obj = &autoscalingv2.HorizontalPodAutoscaler{}
+			case "v1 ConfigMap":
+				obj = &corev1.ConfigMap{}
+			default:
+				t.Fatalf("%s doc %d: unexpected %s %s", res, i, meta.APIVersion, meta.Kind)
+			}
+			if err := yaml.UnmarshalStrict([]byte(doc), obj); err != nil {
+				t.Fatalf("%s doc %d (%s): %v", res, i, meta.Kind, err)
+			}
+			switch v := obj.(type) {
+			case *appsv1.Deployment:
+				o.deployments[v.Name] = v
+			case *corev1.Service:
+				o.services[v.Name] = v
+			case *policyv1.PodDisruptionBudget:
+				o.pdbs[v.Name] = v
+			case *autoscalingv2.HorizontalPodAutoscaler:
+				o.hpas[v.Name] = v
+			case *corev1.ConfigMap:
+				o.configMaps[v.Name] = v
+			}
+		}
+	}
+	return o
+}
+
+func TestKubernetesBase(t *testing.T) {
+	o := load(t)
+	known := settings(t)
+	cm := o.configMaps["mayfly-config"]
+	if cm == nil {
+		t.Fatal("no ConfigMap mayfly-config")
+	}
+	for key := range cm.Data {
+		if !known[key] {
+			t.Errorf("ConfigMap sets %s, which is no Mayfly setting", key)
+		}
+	}
+	for _, kind := range []string{"edge", "ingest"} {
+		name := "mayfly-" + kind
+		d := o.deployments[name]
+		if d == nil {
+			t.Fatalf("no Deployment %s", name)
+		}
+		pod := d.Spec.Template
+		if !matches(d.Spec.Selector.MatchLabels, pod.Labels) {
+			t.Errorf("%s: selector %v does not select its pods %v", name, d.Spec.Selector.MatchLabels, pod.Labels)
+		}
+		if len(pod.Spec.Containers) != 1 {
+			t.Fatalf("%s: %d containers", name, len(pod.Spec.Containers))
+		}
+		c := pod.Spec.Containers[0]
+		if !slices.Equal(c.Args, []string{kind}) {
+			t.Errorf("%s: args %v, want [%s]", name, c.Args, kind)
+		}
+		if len(c.EnvFrom) != 1 || c.EnvFrom[0].ConfigMapRef == nil || c.EnvFrom[0].ConfigMapRef.Name != "mayfly-config" {
+			t.Errorf("%s: does not take its settings from mayfly-config", name)
+		}
+		admin := -1
+		for _, p := range c.Ports {
+			if p.Name == "admin" {
+				admin = int(p.ContainerPort)
+			}
+		}
+		if admin != 9090 {
+			t.Errorf("%s: admin port %d, want 9090 (the image's MAYFLY_ADMIN_ADDR)", name, admin)
+		}
+		for probe, path := range map[*corev1.Probe]string{c.ReadinessProbe: "/readyz", c.LivenessProbe: "/healthz"} {
+			if probe == nil || probe.HTTPGet == nil || probe.HTTPGet.Path != path || probe.HTTPGet.Port.String() != "admin" {
+				t.Errorf("%s: want a probe on %s at the admin port, got %+v", name, path, probe)
+			}
+		}
+		if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() || c.Resources.Limits.Memory().IsZero() {
+			t.Errorf("%s: CPU and memory requests and a memory limit are required", name)
+		}
+		sc := c.SecurityContext
+		if sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem ||
+			sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
+			t.Errorf("%s: want a read-only root and no privilege escalation", name)
+		}
+		if ps := pod.Spec.SecurityContext; ps == nil || ps.RunAsNonRoot == nil || !*ps.RunAsNonRoot {
+			t.Errorf("%s: must run as non-root", name)
+		}
+		if s := o.services[name]; s == nil || !matches(s.Spec.Selector, pod.Labels) {
+			t.Errorf("%s: no Service selecting its pods", name)
+		}
+		if p := o.pdbs[name]; p == nil || !matches(p.Spec.Selector.MatchLabels, pod.Labels) {
+			t.Errorf("%s: no PodDisruptionBudget covering its pods", name)
+		}
+	}
+	h := o.hpas["mayfly-edge"]
+	if h == nil || h.Spec.ScaleTargetRef.Kind != "Deployment" || h.Spec.ScaleTargetRef.Name != "mayfly-edge" {
+		t.Fatalf("want an HPA scaling Deployment mayfly-edge, got %+v", h)
+	}
+	if h.Spec.MinReplicas == nil || *h.Spec.MinReplicas < 2 {
+		t.Errorf("edge HPA: minReplicas below 2 defeats the PodDisruptionBudget")
+	}
+}
+
+// matches reports whether labels carry every selector pair.
+func matches(selector, labels map[string]string) bool {
+	if len(selector) == 0 {
+		return false
+	}
+	for k, v := range selector {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func TestDockerfile(t *testing.T) {
+	f, err := os.Open(filepath.Join(repo, "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ast, err := parser.Parse(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stages, _, err := instructions.Parse(ast.AST, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stages) < 2 {
+		t.Fatalf("%d stages, want a multi-stage build", len(stages))
+	}
+	var built bool
+	for _, c := range stages[0].Commands {
+		if r, ok := c.(*instructions.RunCommand); ok {
+			line := strings.Join(r.CmdLine, " ")
+			if strings.Contains(line, "CGO_ENABLED=0") && strings.Contains(line, "go build") && strings.Contains(line, "./cmd/mayfly") {
+				built = true
+			}
+		}
+	}
+	if !built {
+		t.Error("the build stage does not build ./cmd/mayfly with CGO_ENABLED=0 (a static binary)")
+	}
+	final := stages[len(stages)-1]
+	var user string
+	var copied, entry bool
+	for _, c := range final.Commands {
+		switch v := c.(type) {
+		case *instructions.UserCommand:
+			user = v.User
+		case *instructions.CopyCommand:
+			copied = v.From == stages[0].Name
+		case *instructions.EntrypointCommand:
+			entry = len(v.CmdLine) == 1 && v.CmdLine[0] == "/usr/local/bin/mayfly"
+		}
+	}
+	if user == "" || strings.HasPrefix(user, "0") || user == "root" {
+		t.Errorf("final stage runs as %q, want a non-root user", user)
+	}
+	if !copied || !entry {
+		t.Errorf("final stage must copy the binary from the build stage (%v) and run it (%v)", copied, entry)
+	}
+	if !strings.Contains(final.BaseName, "distroless") && final.BaseName != "scratch" {
+		t.Errorf("final base %q, want a minimal runtime image", final.BaseName)
+	}
+}

@@ -262,6 +262,10 @@ func TestBadInput(t *testing.T) {
 		{`{"lifetime_minutes": 11}`, "INVALID_FIELD"},
 		{`{"lifetime_minutes": -1}`, "INVALID_FIELD"},
 		{`{"lifetime_minutes": 99999999999999999999}`, "INVALID_FIELD"},
+		// A key twice: parsers disagree on which wins, so neither does.
+		{`{"lifetime_minutes":"x","lifetime_minutes":1}`, "INVALID_JSON"},
+		{`{"lifetime_minutes":1,"lifetime_minutes":1}`, "INVALID_JSON"},
+		{`{"x":1,"x":2}`, "INVALID_JSON"},
 	} {
 		r := u.do("POST", "/mailboxes", tt.body)
 		if r.status != 400 || r.code() != tt.code {
@@ -281,6 +285,7 @@ func TestBadInput(t *testing.T) {
 		{`{"extension_minutes": "1"}`, "INVALID_FIELD"},
 		{`{"extension_minutes": 1, "lifetime_minutes": 1}`, "UNKNOWN_FIELD"},
 		{`{"extension_minutes": 1}{`, "INVALID_JSON"},
+		{`{"extension_minutes": 1, "extension_minutes": 2}`, "INVALID_JSON"},
 	} {
 		r := u.do("PATCH", "/mailboxes/current", tt.body)
 		if r.status != 400 || r.code() != tt.code {
@@ -288,13 +293,15 @@ func TestBadInput(t *testing.T) {
 		}
 	}
 	for _, q := range []string{"limit=0", "limit=101", "limit=-1", "limit=abc", "limit=1.5", "limit=", "limit=+5",
-		"offset=-1", "offset=abc", "offset=", "offset=1e3", "limit=99999999999999999999"} {
+		"offset=-1", "offset=abc", "offset=", "offset=1e3", "limit=99999999999999999999",
+		"offset=9223372036854775808", "offset=99999999999999999999"} {
 		r := u.do("GET", "/messages?"+q, "")
 		if r.status != 400 || r.code() != "INVALID_PAGINATION" {
 			t.Errorf("GET /messages?%s = %d %s, want 400 INVALID_PAGINATION", q, r.status, r.code())
 		}
 	}
-	for _, q := range []string{"limit=1", "limit=100", "offset=0", "offset=1000000", "limit=20&offset=40"} {
+	for _, q := range []string{"limit=1", "limit=100", "offset=0", "offset=1000000", "limit=20&offset=40",
+		"offset=2147483648", "limit=100&offset=9223372036854775807"} {
 		u.want(u.do("GET", "/messages?"+q, ""), 200, "")
 	}
 	for _, id := range []string{"not-a-uuid", "123", "{" + uuid.NewString() + "}", "urn:uuid:" + uuid.NewString(),

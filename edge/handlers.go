@@ -2,6 +2,7 @@ package edge
 
 import (
 	"context"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"time"
@@ -142,7 +143,8 @@ func (s *Server) handleListMessages(ctx *fasthttp.RequestCtx, c *call) error {
 	if err != nil {
 		return err
 	}
-	offset, err := queryInt(args, "offset", 0, 0, 1<<31-1)
+	// Any offset ≥ 0 that fits 64 bits: one past the end is an empty page.
+	offset, err := queryInt(args, "offset", 0, 0, math.MaxInt64)
 	if err != nil {
 		return err
 	}
@@ -256,7 +258,7 @@ func queryInt(args *fasthttp.Args, name string, def, lo, hi int) (int, error) {
 	}
 	v := args.Peek(name)
 	bad := errInvalidPagination.with(map[string]any{"parameter": name})
-	if len(v) == 0 || len(v) > 10 {
+	if len(v) == 0 || len(v) > 19 { // 2^63-1 has 19 digits
 		return 0, bad
 	}
 	for _, c := range v {

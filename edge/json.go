@@ -105,14 +105,9 @@ type intField struct {
 // decodeBody parses body as one JSON object whose only fields are fields,
 // each an integer within its bounds. Anything else is a 400 with a stable code.
 func decodeBody(body []byte, fields ...intField) *apiError {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	var obj map[string]json.RawMessage
-	if err := dec.Decode(&obj); err != nil || obj == nil {
-		return errInvalidJSON
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return errInvalidJSON.with(map[string]any{"reason": "trailing data after the JSON object"})
+	obj, apiErr := decodeObject(body)
+	if apiErr != nil {
+		return apiErr
 	}
 next:
 	for name := range obj {
@@ -138,6 +133,41 @@ next:
 		*f.value = n
 	}
 	return nil
+}
+
+// decodeObject reads body as exactly one JSON object and returns its
+// members. A member named twice is refused: parsers disagree on which one
+// wins (first, last, error), so accepting it would let a proxy and Mayfly
+// read two different requests out of one body.
+func decodeObject(body []byte) (map[string]json.RawMessage, *apiError) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, errInvalidJSON
+	}
+	obj := map[string]json.RawMessage{}
+	for dec.More() {
+		tok, err := dec.Token()
+		key, ok := tok.(string)
+		if err != nil || !ok {
+			return nil, errInvalidJSON
+		}
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return nil, errInvalidJSON
+		}
+		if _, dup := obj[key]; dup {
+			return nil, errInvalidJSON.with(map[string]any{"reason": "duplicate key", "field": key})
+		}
+		obj[key] = raw
+	}
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('}') {
+		return nil, errInvalidJSON
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errInvalidJSON.with(map[string]any{"reason": "trailing data after the JSON object"})
+	}
+	return obj, nil
 }
 
 // parseIntLiteral accepts a JSON integer literal only (no fraction, exponent

@@ -324,8 +324,14 @@ type result struct {
 
 // check reads every mailbox back through haproxy and compares.
 func (d *drill) check(name string) result {
+	reconnects := 0
+	for _, b := range d.boxes {
+		b.mu.Lock()
+		reconnects += b.streams - 1
+		b.mu.Unlock()
+	}
 	d.settle()
-	r := result{name: name, sent: d.sent.Load(), accepted: d.accepted.Load(), perm: d.permanent.Load(),
+	r := result{streams: reconnects, name: name, sent: d.sent.Load(), accepted: d.accepted.Load(), perm: d.permanent.Load(),
 		hang: d.hangs.Load(), http500: d.http500.Load(), smtpWindow: d.smtpTemp.seconds(), apiWindow: d.api503.seconds()}
 	stored := map[string]int{} // subject → copies
 	for _, b := range d.boxes {
@@ -356,7 +362,6 @@ func (d *drill) check(name string) result {
 				r.missedEvents++
 			}
 		}
-		r.streams += b.streams - 1
 		b.mu.Unlock()
 	}
 	d.acceptedMu.Lock()

@@ -140,7 +140,7 @@ func dataImageAllowed(u *url.URL, maxBytes int) bool {
 // Sanitize applies the HTML policy to html and returns the result, trimmed.
 // Invalid UTF-8 is replaced first so the output is always valid UTF-8.
 func (p *Parser) Sanitize(html string) string {
-	return strings.TrimSpace(p.policy.Sanitize(validUTF8(html)))
+	return strings.TrimSpace(dropControls(p.policy.Sanitize(validUTF8(html))))
 }
 
 // sanitizeBounded sanitizes html and bounds the result to maxBytes. A result

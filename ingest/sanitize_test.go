@@ -237,6 +237,11 @@ func TestSanitizeBenign(t *testing.T) {
 		want   string
 	}{
 		{"bold", false, `<b>bold</b>`, `<b>bold</b>`},
+		// Control characters go, as from subject, from and text_body: raw,
+		// and as character references the sanitizer decodes.
+		{"NUL and ESC", false, "<b>a\x00b\x1b[31mc</b>\x7f", `<b>ab[31mc</b>`},
+		{"NUL and ESC references", false, `<p>a&#0;b&#27;c&#x1B;d</p>`, "<p>a\ufffdbcd</p>"}, // &#0; is U+FFFD by the HTML spec
+		{"white space kept", false, "<pre>a\tb\r\nc</pre>", "<pre>a\tb\nc</pre>"},
 		{"formatting", false, `<i>i</i> <em>em</em> <strong>s</strong> <u>u</u> <s>s</s> <sub>2</sub><sup>3</sup> <code>c</code>`, `<i>i</i> <em>em</em> <strong>s</strong> <u>u</u> <s>s</s> <sub>2</sub><sup>3</sup> <code>c</code>`},
 		{"headings and paragraphs", false, `<h1>Title</h1><h3>Sub</h3><p>para</p><br><hr>`, `<h1>Title</h1><h3>Sub</h3><p>para</p><br><hr>`},
 		{"lists", false, `<ul><li>one</li><li>two</li></ul><ol start="3"><li>three</li></ol><dl><dt>t</dt><dd>d</dd></dl>`, `<ul><li>one</li><li>two</li></ul><ol start="3"><li>three</li></ol><dl><dt>t</dt><dd>d</dd></dl>`},

@@ -96,6 +96,26 @@ func cutHTML(s string, max int) string {
 	return s
 }
 
+// dropControls removes the control characters other than TAB, LF and CR
+// from s, as subject, from and text_body lose theirs: NUL and ESC have no
+// place in HTML either (a character reference such as &#27; becomes the raw
+// character once the sanitizer has decoded it, so this runs on its output).
+func dropControls(s string) string {
+	if !strings.ContainsFunc(s, isDroppedControl) {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		if isDroppedControl(r) {
+			return -1
+		}
+		return r
+	}, s)
+}
+
+func isDroppedControl(r rune) bool {
+	return unicode.IsControl(r) && r != '\t' && r != '\n' && r != '\r'
+}
+
 // validUTF8 replaces every byte of s that is not part of valid UTF-8 with
 // U+FFFD, one per byte as a decoder would (strings.ToValidUTF8 replaces a
 // whole run with one).

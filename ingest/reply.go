@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
+	"syscall"
 
 	"github.com/emersion/go-smtp"
 	"github.com/mayfly/mayfly/ratelimit"
@@ -61,13 +63,17 @@ var replies = []replyRow{
 		"Server busy; try again later", "busy"},
 	{[]error{errShuttingDown, errHungUp}, 421, smtp.EnhancedCode{4, 3, 2},
 		"Service shutting down; try again later", "shutdown"},
+	// Before the deadline row: a Redis call that ran out of time is Redis
+	// being unavailable (retry later), not the client being too slow.
+	{[]error{storage.ErrUnavailable, ratelimit.ErrUnavailable}, 451, smtp.EnhancedCode{4, 3, 0},
+		"Temporary local problem; try again later", "unavailable"},
 	{[]error{os.ErrDeadlineExceeded}, 421, smtp.EnhancedCode{4, 4, 2},
 		"Timeout; closing connection", "timeout"},
 	{[]error{errOverloaded}, 451, smtp.EnhancedCode{4, 3, 1},
 		"Server overloaded; try again later", "overloaded"},
-	{[]error{storage.ErrUnavailable, ratelimit.ErrUnavailable}, 451, smtp.EnhancedCode{4, 3, 0},
-		"Temporary local problem; try again later", "unavailable"},
-	{[]error{io.ErrUnexpectedEOF, smtp.ErrDataReset}, 451, smtp.EnhancedCode{4, 3, 0},
+	// The client went away or reset the connection mid-DATA: its doing, not
+	// a defect of ours (counted as aborted, logged at info).
+	{[]error{io.ErrUnexpectedEOF, io.EOF, smtp.ErrDataReset, syscall.ECONNRESET, syscall.EPIPE, net.ErrClosed}, 451, smtp.EnhancedCode{4, 3, 0},
 		"Message transfer aborted", "aborted"},
 }
 

@@ -169,7 +169,7 @@ func TestSMTPShutdown(t *testing.T) {
 
 	io.WriteString(busy, ", second half\r\n.\r\n")
 	assertReply(t, busy, rb, "250")
-	assertReply(t, busy, rb, "421")
+	assertReply(t, busy, rb, "421 4.4.2")
 	if err := <-done; err != nil {
 		t.Fatalf("Shutdown: %v", err)
 	}

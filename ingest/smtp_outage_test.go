@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -95,4 +96,33 @@ func TestSMTPRedisUnavailable(t *testing.T) {
 	if logs := h.logs.String(); !strings.Contains(logs, "redis unavailable") || !strings.Contains(logs, "storage: redis unavailable") {
 		t.Errorf("logs lack the error detail:\n%s", logs)
 	}
+}
+
+// TestSMTPRedisTimeoutAtRCPT: a Redis that stalls past RedisTimeout at RCPT
+// is unavailable (451 4.3.0, retry later), not a session timeout (421 4.4.2,
+// which closes the connection): the deadline is Redis's, not the client's.
+func TestSMTPRedisTimeoutAtRCPT(t *testing.T) {
+	t.Parallel()
+	redis := startThrowawayRedis(t)
+	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{redis.addr}, DisableCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(client.Close)
+	store := storage.New(client, storage.Config{KeyPrefix: "stall"})
+	limiter := ratelimit.New(client, ratelimit.Config{KeyPrefix: "stall"})
+	h := serveSMTP(t, store, limiter, ingest.Config{RedisTimeout: 300 * time.Millisecond})
+	m, _ := h.mailbox(t, 10*time.Minute)
+	t.Cleanup(func() { _ = redis.cmd.Process.Signal(syscall.SIGCONT) })
+	converse(t, h.addr, []step{
+		{want: "220"},
+		{send: "EHLO client.example.org", want: "250"},
+		{send: "MAIL FROM:<sender@example.org>", want: "250", do: func(t *testing.T) {
+			if err := redis.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{send: "RCPT TO:<" + m.Address + ">", want: "451 4.3.0"},
+		{send: "QUIT", want: "221"},
+	})
 }

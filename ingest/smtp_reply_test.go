@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/emersion/go-smtp"
@@ -37,7 +40,15 @@ func TestReply(t *testing.T) {
 		{errOverloaded, 451, smtp.EnhancedCode{4, 3, 1}},
 		{fmt.Errorf("%w: deliver: %w", storage.ErrUnavailable, cause), 451, smtp.EnhancedCode{4, 3, 0}},
 		{fmt.Errorf("%w: %w", ratelimit.ErrUnavailable, context.DeadlineExceeded), 451, smtp.EnhancedCode{4, 3, 0}},
+		// A Redis call that hit its deadline is Redis unavailable, not the
+		// client's timeout: retry later, do not close the session.
+		{fmt.Errorf("%w: exists: %w", storage.ErrUnavailable, os.ErrDeadlineExceeded), 451, smtp.EnhancedCode{4, 3, 0}},
+		{fmt.Errorf("%w: %w", ratelimit.ErrUnavailable, os.ErrDeadlineExceeded), 451, smtp.EnhancedCode{4, 3, 0}},
 		{smtp.ErrDataReset, 451, smtp.EnhancedCode{4, 3, 0}},
+		// A client that resets its connection during DATA aborted the
+		// transfer: not our defect.
+		{fmt.Errorf("read message: %w", syscall.ECONNRESET), 451, smtp.EnhancedCode{4, 3, 0}},
+		{fmt.Errorf("read message: %w", io.EOF), 451, smtp.EnhancedCode{4, 3, 0}},
 		{cause, 451, smtp.EnhancedCode{4, 3, 0}}, // unknown: temporary
 		{&smtp.SMTPError{Code: 554, Message: secret}, 451, smtp.EnhancedCode{4, 3, 0}},
 	}
@@ -62,6 +73,20 @@ func TestReply(t *testing.T) {
 	}
 	if err := reply(nil); err != nil {
 		t.Errorf("reply(nil) = %v, want nil", err)
+	}
+}
+
+// TestAbortIsNotInternal: a client's reset or hang-up during DATA is counted
+// as aborted; only errors the table does not know are "internal".
+func TestAbortIsNotInternal(t *testing.T) {
+	for _, err := range []error{
+		fmt.Errorf("read message: %w", &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ECONNRESET)}),
+		fmt.Errorf("read message: %w", io.EOF),
+		fmt.Errorf("read message: %w", io.ErrUnexpectedEOF),
+	} {
+		if got := reason(err); got != "aborted" {
+			t.Errorf("reason(%v) = %q, want aborted", err, got)
+		}
 	}
 }
 

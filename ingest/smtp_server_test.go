@@ -207,6 +207,19 @@ func TestSMTPConversations(t *testing.T) {
 			stored: []int{0},
 		},
 		{
+			// go-smtp answers an over-long command line itself, with its own
+			// fixed reply; the README documents it as such.
+			name:  "a command line over MaxLineLength gets go-smtp's 500 5.4.0 and the connection closes",
+			cfg:   ingest.Config{MaxLineLength: 1000},
+			boxes: 1,
+			script: func(_ *smtpHarness, b []box) []step {
+				return []step{{want: "220"}, {send: "EHLO client.example.org", want: "250"},
+					{send: "NOOP " + strings.Repeat("x", 2000), want: "500 5.4.0"},
+					{send: "NOOP", want: wantClosed}}
+			},
+			stored: []int{0},
+		},
+		{
 			name:  "CHUNKING: BDAT delivers like DATA",
 			boxes: 1,
 			script: func(_ *smtpHarness, b []box) []step {

@@ -69,6 +69,10 @@ type Config struct {
 	MaxLineLength int
 	// TLSConfig enables STARTTLS when set.
 	TLSConfig *tls.Config
+	// LimitsFailClosed refuses (451 4.3.0) a connection or transaction
+	// whose per-IP limit cannot be checked because Redis is unavailable;
+	// false (the default) admits it.
+	LimitsFailClosed bool
 	// ProxyProtocolFrom are the peers (a TCP load balancer) that must open
 	// every connection with a PROXY protocol v1 or v2 header: the session's
 	// client address, and so every per-IP limit, is the one the header
@@ -373,15 +377,21 @@ func (s *Server) refuseConn(c *conn, err error) {
 }
 
 // allow counts one hit of client against r and returns refused when over
-// the limit. A limiter that cannot reach Redis admits the hit: the limits
-// protect Redis and the node, and with Redis down the recipient check
-// already answers 451, so failing closed would only hide the real cause.
+// the limit. A limiter that cannot reach Redis admits the hit unless
+// Config.LimitsFailClosed: the limits protect Redis and the node, and with
+// Redis down the recipient check already answers 451, so failing closed
+// would mostly hide the real cause (the default); failing closed answers
+// 451 4.3.0 at once instead.
 func (s *Server) allow(r ratelimit.Rule, client string, refused error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RedisTimeout)
 	defer cancel()
 	d, err := s.limiter.Allow(ctx, r, client)
 	if err != nil {
 		s.metrics.redisErrors.Inc()
+		if s.cfg.LimitsFailClosed {
+			s.log.Warn("smtp rate limit unavailable; refusing", "rule", r.Name, "ip", client, "err", err)
+			return err
+		}
 		s.log.Warn("smtp rate limit unavailable; admitting", "rule", r.Name, "ip", client, "err", err)
 		return nil
 	}

@@ -126,3 +126,21 @@ func TestSMTPRedisTimeoutAtRCPT(t *testing.T) {
 		{send: "QUIT", want: "221"},
 	})
 }
+
+// TestSMTPLimitsFailClosed: with LimitsFailClosed, a per-IP limit that
+// cannot be checked refuses: the connection with 451 4.3.0.
+func TestSMTPLimitsFailClosed(t *testing.T) {
+	t.Parallel()
+	redis := startThrowawayRedis(t)
+	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{redis.addr}, DisableCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(client.Close)
+	store := storage.New(client, storage.Config{KeyPrefix: "closed"})
+	limiter := ratelimit.New(client, ratelimit.Config{KeyPrefix: "closed"})
+	h := serveSMTP(t, store, limiter, ingest.Config{RedisTimeout: 300 * time.Millisecond, LimitsFailClosed: true})
+	converse(t, h.addr, []step{{want: "220"}, {send: "EHLO client.example.org", want: "250"}, {send: "QUIT", want: "221"}})
+	redis.kill()
+	converse(t, h.addr, []step{{want: "451 4.3.0"}})
+}

@@ -32,6 +32,7 @@ var settings = []setting{
 	{"MAYFLY_SMTP_TLS_CERT", "", "PEM certificate file for STARTTLS; with MAYFLY_SMTP_TLS_KEY, enables STARTTLS"},
 	{"MAYFLY_SMTP_TLS_KEY", "", "PEM private key file for STARTTLS"},
 	{"MAYFLY_SMTP_PROXY_PROTOCOL_FROM", "", "CIDRs of TCP load balancers that must open every SMTP connection with a PROXY protocol v1/v2 header (haproxy send-proxy-v2), comma separated; per-IP limits then apply to the client it names; empty: no PROXY protocol"},
+	{"MAYFLY_SMTP_LIMITS_ON_REDIS_ERROR", "open", "open: an SMTP per-IP limit that cannot be checked because Redis is unavailable admits the connection or transaction; closed: refuses it with 451 4.3.0 (a connection is then closed)"},
 	{"MAYFLY_SMTP_MAX_SESSIONS", "1000", "concurrent SMTP connections per ingest node; past it 421 4.4.5"},
 	{"MAYFLY_SMTP_SESSIONS_PER_IP", "20", "concurrent SMTP connections per client IP (IPv6: /64) per ingest node; past it 421 4.7.0"},
 	{"MAYFLY_SMTP_CONN_PER_MINUTE", "60", "new SMTP connections per client IP per minute, across all nodes; past it 421 4.7.0"},
@@ -146,6 +147,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		sessionTimeout: p.duration("MAYFLY_SMTP_SESSION_TIMEOUT"),
 		remoteImages:   p.choice("MAYFLY_HTML_REMOTE_IMAGES", "block", "allow") == "allow",
 		proxyFrom:      p.prefixes("MAYFLY_SMTP_PROXY_PROTOCOL_FROM"),
+		limitsClosed:   p.choice("MAYFLY_SMTP_LIMITS_ON_REDIS_ERROR", "open", "closed") == "closed",
 	}
 	if len(c.redisAddrs) == 0 {
 		p.fail("MAYFLY_REDIS_ADDRS", "must name at least one address")
@@ -175,6 +177,7 @@ type smtpConfig struct {
 	sessionTimeout time.Duration
 	remoteImages   bool
 	proxyFrom      []netip.Prefix
+	limitsClosed   bool
 }
 
 // parser collects the first error so loadConfig reads as a list.

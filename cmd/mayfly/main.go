@@ -219,6 +219,7 @@ func smtpServerConfig(cfg config, tlsConfig *tls.Config) ingest.Config {
 		MaxLineLength:     cfg.smtp.maxLineBytes,
 		TLSConfig:         tlsConfig,
 		ProxyProtocolFrom: cfg.smtp.proxyFrom,
+		LimitsFailClosed:  cfg.smtp.limitsClosed,
 		MaxSessions:       cfg.smtp.maxSessions,
 		MaxSessionsPerIP:  cfg.smtp.sessionsPerIP,
 		ConnRule:          ratelimit.Rule{Name: ingest.ConnRuleName, Limit: cfg.smtp.connPerMinute, Window: minute},

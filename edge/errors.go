@@ -36,6 +36,8 @@ var (
 	errInvalidField      = &apiError{status: 400, code: "INVALID_FIELD", message: "A field is missing, of the wrong type or out of range."}
 	errInvalidUUID       = &apiError{status: 400, code: "INVALID_UUID", message: "The identifier in the path is not a UUID."}
 	errInvalidPagination = &apiError{status: 400, code: "INVALID_PAGINATION", message: "limit must be an integer from 1 to 100 and offset an integer of at least 0."}
+	errMalformed         = &apiError{status: 400, code: "MALFORMED_REQUEST", message: "The request is not valid HTTP/1.1 this server accepts."}
+	errHeadersTooLarge   = &apiError{status: 431, code: "HEADERS_TOO_LARGE", message: "The request headers are too large."}
 	errBodyTooLarge      = &apiError{status: 413, code: "BODY_TOO_LARGE", message: "The request body is too large."}
 	errSessionRequired   = &apiError{status: 401, code: "MAILBOX_SESSION_REQUIRED", message: "Select a mailbox first: this endpoint needs the service_session cookie."}
 	errSessionInvalid    = &apiError{status: 401, code: "MAILBOX_SESSION_INVALID", message: "The mailbox session is invalid, expired or destroyed."}

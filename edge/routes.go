@@ -73,6 +73,11 @@ func (s *Server) wrap(route string, h handlerFunc) fasthttp.RequestHandler {
 			requests(ctx.Response.StatusCode())
 			latency.Observe(time.Since(start).Seconds())
 		}()
+		if conflictingLength(&ctx.Request.Header) {
+			ctx.SetConnectionClose()
+			s.fail(ctx, route, errMalformed.with(map[string]any{"reason": "both Transfer-Encoding and Content-Length"}))
+			return
+		}
 		if s.inFlight.Add(1) > int64(s.cfg.MaxInFlight) {
 			s.inFlight.Add(-1)
 			s.fail(ctx, route, errProtection)

@@ -8,6 +8,7 @@
 package edge
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -138,8 +139,12 @@ func New(store Mailboxes, limiter Limiter, cfg Config, log *slog.Logger, metrics
 		NoDefaultServerHeader:         true,
 		NoDefaultDate:                 false,
 		DisableHeaderNamesNormalizing: false,
-		ReadBufferSize:                8 << 10,
-		Logger:                        slogPrinter{log},
+		ReadBufferSize:                readBufferSize,
+		// A body is read as the bytes it is, whatever its Content-Type: the
+		// API takes JSON only, and fasthttp's multipart pre-parsing would
+		// answer a bad form with its own plain-text 400.
+		DisablePreParseMultipartForm: true,
+		Logger:                       slogPrinter{log},
 	}
 	s.metrics.registerStreams(s)
 	return s
@@ -176,10 +181,38 @@ func (s *Server) handleTransportError(ctx *fasthttp.RequestCtx, err error) {
 		writeError(ctx, errBodyTooLarge.with(map[string]any{"limit_bytes": s.cfg.MaxBodyBytes}))
 		return
 	}
-	// Not HTTP we can read (a malformed request line, headers over the read
-	// buffer): no endpoint was reached, so no API error envelope either.
-	ctx.Error(fasthttp.StatusMessage(fasthttp.StatusBadRequest), fasthttp.StatusBadRequest)
+	// Not HTTP we can read (a malformed request line or header, headers
+	// over the read buffer): still the API's envelope, and the connection
+	// closes, since where the next request would start is unknown.
+	var small *fasthttp.ErrSmallBuffer
+	if errors.As(err, &small) {
+		writeError(ctx, errHeadersTooLarge.with(map[string]any{"limit_bytes": readBufferSize}))
+		return
+	}
+	writeError(ctx, errMalformed)
 }
+
+// conflictingLength reports a request that carries both Transfer-Encoding
+// and Content-Length. RFC 9112 §6.1: the server must close the connection
+// after answering it; a proxy that believed the Content-Length would read a
+// different request boundary than we do (request smuggling).
+func conflictingLength(h *fasthttp.RequestHeader) bool {
+	var te, cl bool
+	for line := range bytes.SplitSeq(h.RawHeaders(), []byte("\n")) {
+		name, _, ok := bytes.Cut(line, []byte(":"))
+		if !ok {
+			continue
+		}
+		name = bytes.TrimSpace(name)
+		te = te || bytes.EqualFold(name, []byte("Transfer-Encoding"))
+		cl = cl || bytes.EqualFold(name, []byte("Content-Length"))
+	}
+	return te && cl
+}
+
+// readBufferSize bounds the request line plus headers (fasthttp reads them
+// into this buffer): past it, 431 HEADERS_TOO_LARGE.
+const readBufferSize = 8 << 10
 
 const requestIDKey = "mayfly.request_id"
 

@@ -81,6 +81,8 @@ var codeStatus = map[string]int{
 	"INVALID_UUID":                400,
 	"INVALID_PAGINATION":          400,
 	"BODY_TOO_LARGE":              413,
+	"MALFORMED_REQUEST":           400,
+	"HEADERS_TOO_LARGE":           431,
 	"MAILBOX_SESSION_REQUIRED":    401,
 	"MAILBOX_SESSION_INVALID":     401,
 	"MAILBOX_CREDENTIAL_REQUIRED": 401,

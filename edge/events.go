@@ -238,6 +238,8 @@ func (s *Server) handleSignal(w *sseWriter, st *sseStream, sig *signal, expiry *
 		return false
 	case storage.EventTakeover:
 		return ev.Token == st.token
+	case storage.EventRevoked:
+		return !ev.Revokes(st.session)
 	}
 	return true
 }

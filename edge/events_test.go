@@ -247,6 +247,25 @@ func TestEventsNewestWinsAcrossNodes(t *testing.T) {
 	assertMessageEvent(t, third.next(t, 5*time.Second), msg)
 }
 
+// A session revoked by the 17th select loses its open event stream at once,
+// as it loses /messages: mailbox access is rechecked during the stream.
+func TestEventsEndWhenSessionRevoked(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	u := e.newUser("")
+	m := u.open()
+	s, _ := u.openStream() // with the first session
+	for range 15 {         // sessions 2..16: the first one still counts
+		u.want(u.do("POST", "/mailboxes/"+m["id"].(string)+"/select", ""), 200, "")
+	}
+	s.quiet(t, 300*time.Millisecond)
+	u.want(u.do("POST", "/mailboxes/"+m["id"].(string)+"/select", ""), 200, "") // the 17th revokes the first
+	s.waitEnd(t, 2*time.Second)
+	// The newest session's stream is unaffected.
+	s2, _ := u.openStream()
+	s2.quiet(t, 300*time.Millisecond)
+}
+
 func TestEventsEndOnDeleteAndExpiry(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)

@@ -21,6 +21,7 @@ const (
 	EventExtended EventType = "extended" // the expiry moved later
 	EventDeleted  EventType = "deleted"  // the mailbox was destroyed
 	EventTakeover EventType = "takeover" // a new event stream opened; older ones end
+	EventRevoked  EventType = "revoked"  // a session was revoked (the 17th select)
 )
 
 // ErrStreamReplaced: a newer event stream of the mailbox took over.
@@ -34,6 +35,13 @@ type Event struct {
 	Message   Summary   // EventMessage
 	ExpiresAt time.Time // EventExtended
 	Token     string    // EventTakeover: the token of the stream that took over
+	session   string    // EventRevoked: the digest of the revoked session
+}
+
+// Revokes reports whether ev revoked session: a stream opened with it must
+// end, since the spec rechecks mailbox access during the stream.
+func (ev Event) Revokes(session Credential) bool {
+	return ev.Type == EventRevoked && ev.session == session.digest()
 }
 
 // Channel is the sharded pub/sub channel of the mailbox with tag; it hashes
@@ -51,6 +59,7 @@ func ParseEvent(payload []byte) (Event, error) {
 		Status  Status    `json:"status"`
 		Expires int64     `json:"expires"`
 		Token   string    `json:"token"`
+		Session string    `json:"session"`
 	}
 	if err := json.Unmarshal(payload, &raw); err != nil {
 		return Event{}, fmt.Errorf("storage: event: %w", err)
@@ -71,6 +80,8 @@ func ParseEvent(payload []byte) (Event, error) {
 		return Event{Type: raw.Type}, nil
 	case EventTakeover:
 		return Event{Type: raw.Type, Token: raw.Token}, nil
+	case EventRevoked:
+		return Event{Type: raw.Type, session: raw.Session}, nil
 	}
 	return Event{}, fmt.Errorf("storage: event: unknown type %q", raw.Type)
 }

@@ -3,6 +3,8 @@
 -- ARGV: mailbox id (uuid), scoped digest, new session digest, max sessions
 -- Reply: {1, id, address, created, expires, max} on success;
 --        {0} when the mailbox is gone; {2} when id or credential do not match.
+-- Past max sessions it revokes the oldest and publishes
+-- {"type":"revoked","session":<its digest>} on the events channel.
 local now = now_ms()
 local f = redis.call('HMGET', KEYS[1], 'id', 'a', 'c', 'e', 'x', 'k', 'sn')
 if not f[1] or tonumber(f[4]) <= now then return {0} end
@@ -29,6 +31,8 @@ if sn > tonumber(ARGV[4]) then
   if oldest then
     redis.call('HDEL', KEYS[1], oldest)
     redis.call('HINCRBY', KEYS[1], 'sn', -1)
+    -- An event stream open with the revoked session ends, on any node.
+    redis.call('SPUBLISH', KEYS[4], cjson.encode({type = 'revoked', session = string.sub(oldest, 3)}))
   end
 end
 return {1, f[1], f[2], f[3], f[4], f[5]}

@@ -81,6 +81,9 @@ func (s *Server) wrap(route string, h handlerFunc) fasthttp.RequestHandler {
 		if s.inFlight.Add(1) > int64(s.cfg.MaxInFlight) {
 			s.inFlight.Add(-1)
 			s.fail(ctx, route, errProtection)
+			if s.guard.overShare(peerIP(ctx.RemoteAddr())) {
+				ctx.SetConnectionClose()
+			}
 			return
 		}
 		defer s.inFlight.Add(-1)
@@ -97,6 +100,9 @@ func (s *Server) wrap(route string, h handlerFunc) fasthttp.RequestHandler {
 		}
 		if err != nil {
 			s.fail(ctx, route, err)
+			if ae := toAPIError(err); (ae.status == 429 || ae == errProtection) && s.guard.overShare(peerIP(ctx.RemoteAddr())) {
+				ctx.SetConnectionClose()
+			}
 		}
 	}
 }

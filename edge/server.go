@@ -65,6 +65,8 @@ type Config struct {
 	WriteTimeout   time.Duration  // default 10 s
 	IdleTimeout    time.Duration  // keep-alive idle limit; default 60 s
 	MaxStreams     int            // open event streams per node before 503 REQUEST_PROTECTION; default 20000
+	MaxConns       int            // open connections per node (streams included); past it new ones get 503 and close; default 16384
+	ConnsPerIP     int            // open connections per peer IP (trusted proxies exempt); default 256
 	Heartbeat      time.Duration  // event-stream heartbeat interval; default 20 s
 }
 
@@ -96,6 +98,12 @@ func (c Config) withDefaults() Config {
 	if c.MaxStreams <= 0 {
 		c.MaxStreams = 20000
 	}
+	if c.MaxConns <= 0 {
+		c.MaxConns = 16384
+	}
+	if c.ConnsPerIP <= 0 {
+		c.ConnsPerIP = 256
+	}
 	if c.Heartbeat <= 0 {
 		c.Heartbeat = 20 * time.Second
 	}
@@ -114,6 +122,7 @@ type Server struct {
 
 	hub         *hub
 	streams     atomic.Int64 // open event streams, for MaxStreams
+	guard       *connGuard   // set by Serve
 	streamWG    sync.WaitGroup
 	stopStreams chan struct{} // closed by Shutdown: every stream ends
 	stopOnce    sync.Once
@@ -150,8 +159,13 @@ func New(store Mailboxes, limiter Limiter, cfg Config, log *slog.Logger, metrics
 	return s
 }
 
-// Serve accepts connections on ln until Shutdown.
-func (s *Server) Serve(ln net.Listener) error { return s.http.Serve(ln) }
+// Serve accepts connections on ln until Shutdown, within the connection
+// caps, and outlives accept errors such as running out of descriptors.
+func (s *Server) Serve(ln net.Listener) error {
+	s.guard = newConnGuard(ln, s.log, s.cfg.MaxConns, s.cfg.ConnsPerIP, s.cfg.TrustedProxies,
+		func(kind string) { s.metrics.rejections.WithLabelValues(kind).Inc() })
+	return s.http.Serve(s.guard)
+}
 
 // Shutdown stops accepting, ends every event stream, and waits for requests
 // in flight until ctx ends.

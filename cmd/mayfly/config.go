@@ -49,6 +49,8 @@ var settings = []setting{
 	{"MAYFLY_COOKIE_SECURE", "true", "set the Secure attribute on cookies; false only for plain-HTTP local use"},
 	{"MAYFLY_TRUSTED_PROXIES", "", "CIDRs of proxies whose X-Forwarded-For is believed, comma separated; empty trusts no forwarding header"},
 	{"MAYFLY_MAX_INFLIGHT", "2048", "concurrent API requests per edge node before 503 REQUEST_PROTECTION"},
+	{"MAYFLY_HTTP_MAX_CONNS", "16384", "open HTTP connections per edge node, event streams included; past it a new connection gets 503 REQUEST_PROTECTION and is closed. Kept below 90% of the file-descriptor limit (raised to its hard limit at start)"},
+	{"MAYFLY_HTTP_CONNS_PER_IP", "256", "open HTTP connections per client IP per edge node (MAYFLY_TRUSTED_PROXIES are exempt: a proxy carries many clients); past it 503 REQUEST_PROTECTION and close"},
 	{"MAYFLY_MAX_STREAMS", "20000", "open event streams (GET /events) per edge node before 503 REQUEST_PROTECTION"},
 	{"MAYFLY_EVENTS_HEARTBEAT", "20s", "interval of the event stream's heartbeat comment"},
 	{"MAYFLY_MAX_BODY_BYTES", "16384", "largest accepted request body; larger gets 413 BODY_TOO_LARGE"},
@@ -83,6 +85,8 @@ type config struct {
 	maxInFlight     int
 	maxBodyBytes    int
 	maxStreams      int
+	maxConns        int
+	connsPerIP      int
 	heartbeat       time.Duration
 	ratePerSecond   int
 	createPerMinute int
@@ -116,6 +120,8 @@ func loadConfig(getenv func(string) string) (config, error) {
 		maxInFlight:     p.positive("MAYFLY_MAX_INFLIGHT"),
 		maxBodyBytes:    p.positive("MAYFLY_MAX_BODY_BYTES"),
 		maxStreams:      p.positive("MAYFLY_MAX_STREAMS"),
+		maxConns:        p.positive("MAYFLY_HTTP_MAX_CONNS"),
+		connsPerIP:      p.positive("MAYFLY_HTTP_CONNS_PER_IP"),
 		heartbeat:       p.duration("MAYFLY_EVENTS_HEARTBEAT"),
 		ratePerSecond:   p.positive("MAYFLY_RATE_REQUESTS_PER_SECOND"),
 		createPerMinute: p.positive("MAYFLY_RATE_CREATE_PER_MINUTE"),

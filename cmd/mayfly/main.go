@@ -85,6 +85,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
 
+	fdBudget := raiseFDLimit(log)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
@@ -124,7 +125,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return errors.New("redis not connected yet")
 		}
 		return reachable(ctx, client)
-	}), ReadHeaderTimeout: 5 * time.Second}
+	}),
+		// The admin listener is for operators and scrapers, never the public:
+		// still, no peer may hold it with slow headers or idle connections.
+		// net/http retries accept errors (EMFILE) with a backoff by itself.
+		ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
+		WriteTimeout: 2 * time.Minute, // pprof's CPU profile writes for 30 s by default
+		IdleTimeout:  time.Minute, MaxHeaderBytes: 16 << 10}
 	go func() {
 		if err := admin.Serve(adminLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("admin listener", "err", err)
@@ -159,6 +166,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			Domains: cfg.domains, CookiePrefix: cfg.cookiePrefix, CookieInsecure: !cfg.cookieSecure,
 			TrustedProxies: cfg.trustedProxies, MaxInFlight: cfg.maxInFlight, MaxBodyBytes: cfg.maxBodyBytes,
 			RedisTimeout: cfg.redisTimeout, MaxStreams: cfg.maxStreams, Heartbeat: cfg.heartbeat,
+			MaxConns: min(cfg.maxConns, fdBudget), ConnsPerIP: cfg.connsPerIP,
 		}, log, edge.NewMetrics(reg))
 		go func() {
 			if err := api.Serve(httpLn); err != nil {

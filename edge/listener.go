@@ -1,0 +1,158 @@
+package edge
+
+import (
+	"errors"
+	"log/slog"
+	"net"
+	"net/netip"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// connGuard is the edge's listener: it bounds the connections one peer and
+// all peers may hold open (event streams included, which fasthttp no longer
+// counts once hijacked), and it survives accept errors. Without it one client
+// holding ~20,000 idle keep-alive connections ran the process out of file
+// descriptors, and fasthttp's Serve returned on the EMFILE, ending the node.
+type connGuard struct {
+	net.Listener
+	log       *slog.Logger
+	maxConns  int
+	perIP     int
+	exempt    []netip.Prefix // trusted proxies: one peer carries many clients
+	open      atomic.Int64
+	mu        sync.Mutex
+	byIP      map[netip.Addr]int
+	refused   func(reason string)
+	closeOnce sync.Once
+	closed    chan struct{}
+}
+
+// refusal is what a connection over a cap gets before it is closed: the
+// API's envelope, though no request was read (its request id is made here).
+func refusal() []byte {
+	id := randomID()
+	body := `{"error":{"code":"REQUEST_PROTECTION","message":"Too many open connections; close some and retry after a second."},"request_id":"` + id + `"}` + "\n"
+	return []byte("HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n" +
+		"X-Content-Type-Options: nosniff\r\nCache-Control: no-store\r\nRetry-After: 1\r\nX-Request-ID: " + id +
+		"\r\nConnection: close\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body)
+}
+
+func newConnGuard(ln net.Listener, log *slog.Logger, maxConns, perIP int, exempt []netip.Prefix, refused func(string)) *connGuard {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &connGuard{Listener: ln, log: log, maxConns: maxConns, perIP: perIP, exempt: exempt,
+		byIP: map[netip.Addr]int{}, refused: refused, closed: make(chan struct{})}
+}
+
+// Accept returns the next connection within the caps. Connections over a
+// cap are answered and closed here; accept errors other than a closed
+// listener (EMFILE, ENFILE, ECONNABORTED…) are retried with a backoff of
+// 5 ms doubling to 1 s, as net/http does, instead of ending Serve.
+func (g *connGuard) Accept() (net.Conn, error) {
+	var delay time.Duration
+	for {
+		c, err := g.Listener.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return nil, err
+			}
+			select {
+			case <-g.closed:
+				return nil, net.ErrClosed
+			default:
+			}
+			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			g.log.Warn("http accept", "err", err, "retry_in", delay.String())
+			time.Sleep(delay)
+			continue
+		}
+		delay = 0
+		ip := peerIP(c.RemoteAddr())
+		if reason := g.admit(ip); reason != "" {
+			g.refused(reason)
+			_ = c.SetWriteDeadline(time.Now().Add(time.Second))
+			_, _ = c.Write(refusal())
+			_ = c.Close()
+			continue
+		}
+		return &guardedConn{Conn: c, g: g, ip: ip}, nil
+	}
+}
+
+func (g *connGuard) Close() error {
+	g.closeOnce.Do(func() { close(g.closed) })
+	return g.Listener.Close()
+}
+
+// admit counts a new connection from ip, or says why it may not open.
+func (g *connGuard) admit(ip netip.Addr) string {
+	if n := g.open.Add(1); n > int64(g.maxConns) {
+		g.open.Add(-1)
+		return "connections"
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.byIP[ip] >= g.perIP && !g.isExempt(ip) {
+		g.open.Add(-1)
+		return "connections_per_ip"
+	}
+	g.byIP[ip]++
+	return ""
+}
+
+func (g *connGuard) release(ip netip.Addr) {
+	g.open.Add(-1)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.byIP[ip]--; g.byIP[ip] <= 0 {
+		delete(g.byIP, ip)
+	}
+}
+
+// overShare reports whether ip holds more than its share of connections:
+// a refused request (429, 503 REQUEST_PROTECTION) from such a peer also
+// closes its connection, so refusals drain connections instead of keeping
+// them.
+func (g *connGuard) overShare(ip netip.Addr) bool {
+	if g == nil || g.isExempt(ip) {
+		return false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.byIP[ip] > max(1, g.perIP/8)
+}
+
+func (g *connGuard) isExempt(ip netip.Addr) bool {
+	for _, p := range g.exempt {
+		if p.Contains(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+type guardedConn struct {
+	net.Conn
+	g    *connGuard
+	ip   netip.Addr
+	once sync.Once
+}
+
+func (c *guardedConn) Close() error {
+	c.once.Do(func() { c.g.release(c.ip) })
+	return c.Conn.Close()
+}
+
+func peerIP(a net.Addr) netip.Addr {
+	if ta, ok := a.(*net.TCPAddr); ok {
+		return ta.AddrPort().Addr().Unmap()
+	}
+	if ap, err := netip.ParseAddrPort(a.String()); err == nil {
+		return ap.Addr().Unmap()
+	}
+	return netip.Addr{}
+}

@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -183,6 +185,12 @@ func (s *Server) serveStream(conn net.Conn, st *sseStream, rid string, replay []
 
 	heartbeat := time.NewTicker(s.cfg.Heartbeat)
 	defer heartbeat.Stop()
+	// A client that closed its end is noticed within a probe interval, not
+	// at the next heartbeat write (20-40 s): a read with a 1 ms deadline
+	// returns EOF at once on a closed connection, and times out otherwise.
+	// No reader goroutine per stream: scenario F's memory stays as it was.
+	probe := time.NewTicker(streamProbe)
+	defer probe.Stop()
 	expiry := time.NewTimer(time.Until(st.expires))
 	defer expiry.Stop()
 	for {
@@ -190,6 +198,10 @@ func (s *Server) serveStream(conn net.Conn, st *sseStream, rid string, replay []
 		case sig := <-st.signals:
 			if !s.handleSignal(w, st, sig, expiry) {
 				w.end()
+				return
+			}
+		case <-probe.C:
+			if clientGone(conn) {
 				return
 			}
 		case <-heartbeat.C:
@@ -213,6 +225,21 @@ func (s *Server) serveStream(conn net.Conn, st *sseStream, rid string, replay []
 			return
 		}
 	}
+}
+
+// streamProbe is how often an open stream checks that its client is still
+// connected.
+const streamProbe = time.Second
+
+// clientGone reports whether the peer of an event stream closed or reset
+// its connection. Bytes it sent (an event-stream client sends none after its
+// request) are read and dropped.
+func clientGone(conn net.Conn) bool {
+	var b [64]byte
+	_ = conn.SetReadDeadline(time.Now().Add(time.Millisecond))
+	_, err := conn.Read(b[:])
+	_ = conn.SetReadDeadline(time.Time{})
+	return err != nil && !errors.Is(err, os.ErrDeadlineExceeded)
 }
 
 // handleSignal reacts to one hub signal; false ends the stream.

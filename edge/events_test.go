@@ -247,6 +247,41 @@ func TestEventsNewestWinsAcrossNodes(t *testing.T) {
 	assertMessageEvent(t, third.next(t, 5*time.Second), msg)
 }
 
+// A client that goes away is noticed within about a second, not at the
+// next heartbeat: its stream ends and the node drops its subscription (the
+// shard's SSUBSCRIBE count falls to zero) although no heartbeat is due.
+func TestEventsVanishedClientNoticedPromptly(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(c *edge.Config, _ *ratelimit.Config) { c.Heartbeat = time.Minute })
+	u := e.newUser("")
+	m := u.open()
+	s, _ := u.openStream()
+	channel := e.store.Channel(storage.TagOf(m["address"].(string)))
+	subscribers := func() int64 {
+		res, err := e.client.Do(context.Background(), e.client.B().PubsubShardnumsub().Channel(channel).Build()).ToArray()
+		if err != nil || len(res) != 2 {
+			t.Fatalf("PUBSUB SHARDNUMSUB: %v %v", res, err)
+		}
+		n, _ := res[1].AsInt64()
+		return n
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for subscribers() != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the stream never subscribed")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	s.resp.Body.Close() // the client goes away
+	closedAt := time.Now()
+	for subscribers() != 0 {
+		if time.Since(closedAt) > 3*time.Second {
+			t.Fatalf("the node still holds the gone client's stream after %v (heartbeat: 1 minute)", time.Since(closedAt))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // A session revoked by the 17th select loses its open event stream at once,
 // as it loses /messages: mailbox access is rechecked during the stream.
 func TestEventsEndWhenSessionRevoked(t *testing.T) {

@@ -3,6 +3,7 @@ package edge_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -189,16 +190,28 @@ func (u *user) open() map[string]any {
 	return m
 }
 
+// deliver stores a message as ingest does: with a delivery key, retried
+// while Redis is unavailable (a failover), so a retry never stores twice.
 func (e *env) deliver(addr, subject string) storage.Summary {
 	e.t.Helper()
-	s, err := e.store.Deliver(context.Background(), addr, storage.NewMessage{
+	m := storage.NewMessage{
 		From: "Jörg <joerg@example.org>", Subject: subject, Status: storage.StatusReady,
 		Text: "code " + subject, HTML: "<p>code <b>" + subject + "</b></p>",
-	})
-	if err != nil {
-		e.t.Fatalf("deliver: %v", err)
+		Key: storage.DeliveryKey([]byte(addr + "\n" + subject)),
 	}
-	return s
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		s, err := e.store.Deliver(ctx, addr, m)
+		cancel()
+		if err == nil {
+			return s
+		}
+		if !errors.Is(err, storage.ErrUnavailable) || time.Now().After(deadline) {
+			e.t.Fatalf("deliver: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // serverNow is the Redis server's clock, which every window follows.

@@ -8,7 +8,6 @@ import (
 
 	"github.com/mayfly/mayfly/storage"
 	"github.com/mayfly/mayfly/storage/storagetest"
-	"github.com/redis/rueidis"
 )
 
 // TestEventsSurviveFailover kills the primary that holds a mailbox while its
@@ -19,11 +18,7 @@ import (
 func TestEventsSurviveFailover(t *testing.T) {
 	t.Parallel()
 	cluster := storagetest.StartCluster(t, 3, 1)
-	client, err := rueidis.NewClient(storage.ClientOption(cluster.Addrs(), 2*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(client.Close)
+	client := cluster.Client()
 	e := serveEnv(t, client, "failover", nil)
 	u := e.newUser("")
 	m := u.open()
@@ -37,6 +32,7 @@ func TestEventsSurviveFailover(t *testing.T) {
 
 	// Deliver as an SMTP sender would: retry on failure until accepted.
 	var gap storage.Summary
+	var err error
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)

@@ -54,6 +54,21 @@ func startThrowawayRedis(t *testing.T) *throwawayRedis {
 	return nil
 }
 
+// outageHarness serves SMTP over a Redis of the test's own, which the test
+// may kill or stall; prefix names its keys.
+func outageHarness(t *testing.T, prefix string, cfg ingest.Config) (*throwawayRedis, *smtpHarness) {
+	t.Helper()
+	redis := startThrowawayRedis(t)
+	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{redis.addr}, DisableCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(client.Close)
+	store := storage.New(client, storage.Config{KeyPrefix: prefix})
+	limiter := ratelimit.New(client, ratelimit.Config{KeyPrefix: prefix})
+	return redis, serveSMTP(t, store, limiter, cfg)
+}
+
 func (r *throwawayRedis) kill() {
 	if r.cmd.ProcessState == nil {
 		_ = r.cmd.Process.Kill()
@@ -66,15 +81,7 @@ func (r *throwawayRedis) kill() {
 // wire, the rate limits admit (fail open), and the logs keep the detail.
 func TestSMTPRedisUnavailable(t *testing.T) {
 	t.Parallel()
-	redis := startThrowawayRedis(t)
-	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{redis.addr}, DisableCache: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(client.Close)
-	store := storage.New(client, storage.Config{KeyPrefix: "outage"})
-	limiter := ratelimit.New(client, ratelimit.Config{KeyPrefix: "outage"})
-	h := serveSMTP(t, store, limiter, ingest.Config{RedisTimeout: 500 * time.Millisecond})
+	redis, h := outageHarness(t, "outage", ingest.Config{RedisTimeout: 500 * time.Millisecond})
 	m, _ := h.mailbox(t, 10*time.Minute)
 
 	converse(t, h.addr, append(envelope(m.Address),
@@ -103,15 +110,7 @@ func TestSMTPRedisUnavailable(t *testing.T) {
 // which closes the connection): the deadline is Redis's, not the client's.
 func TestSMTPRedisTimeoutAtRCPT(t *testing.T) {
 	t.Parallel()
-	redis := startThrowawayRedis(t)
-	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{redis.addr}, DisableCache: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(client.Close)
-	store := storage.New(client, storage.Config{KeyPrefix: "stall"})
-	limiter := ratelimit.New(client, ratelimit.Config{KeyPrefix: "stall"})
-	h := serveSMTP(t, store, limiter, ingest.Config{RedisTimeout: 300 * time.Millisecond})
+	redis, h := outageHarness(t, "stall", ingest.Config{RedisTimeout: 300 * time.Millisecond})
 	m, _ := h.mailbox(t, 10*time.Minute)
 	t.Cleanup(func() { _ = redis.cmd.Process.Signal(syscall.SIGCONT) })
 	converse(t, h.addr, []step{
@@ -131,15 +130,7 @@ func TestSMTPRedisTimeoutAtRCPT(t *testing.T) {
 // cannot be checked refuses: the connection with 451 4.3.0.
 func TestSMTPLimitsFailClosed(t *testing.T) {
 	t.Parallel()
-	redis := startThrowawayRedis(t)
-	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{redis.addr}, DisableCache: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(client.Close)
-	store := storage.New(client, storage.Config{KeyPrefix: "closed"})
-	limiter := ratelimit.New(client, ratelimit.Config{KeyPrefix: "closed"})
-	h := serveSMTP(t, store, limiter, ingest.Config{RedisTimeout: 300 * time.Millisecond, LimitsFailClosed: true})
+	redis, h := outageHarness(t, "closed", ingest.Config{RedisTimeout: 300 * time.Millisecond, LimitsFailClosed: true})
 	converse(t, h.addr, []step{{want: "220"}, {send: "EHLO client.example.org", want: "250"}, {send: "QUIT", want: "221"}})
 	redis.kill()
 	converse(t, h.addr, []step{{want: "451 4.3.0"}})

@@ -93,6 +93,9 @@ func (s *Store) exec(ctx context.Context, op string, sc durableScript, keys, arg
 			return vals, fmt.Errorf("%s: %w: %w: wait: %w", op, ErrUnavailable, ErrNotReplicated, err)
 		}
 		if acked < int64(need) {
+			// Often a failover: the slot's new primary has no replica yet.
+			// Look again now rather than at the next periodic refresh.
+			s.topo.stale()
 			return vals, fmt.Errorf("%s: %w: %w: %d of %d replicas in %v", op, ErrUnavailable, ErrNotReplicated, acked, need, s.cfg.ReplicaTimeout)
 		}
 		return vals, nil

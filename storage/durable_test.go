@@ -9,7 +9,6 @@ import (
 
 	"github.com/mayfly/mayfly/storage"
 	"github.com/mayfly/mayfly/storage/storagetest"
-	"github.com/redis/rueidis"
 )
 
 func keyedMessage(subject string) storage.NewMessage {
@@ -75,11 +74,7 @@ func TestDeliverIsIdempotent(t *testing.T) {
 func TestDeliverWaitsForAReplica(t *testing.T) {
 	t.Parallel()
 	cluster := storagetest.StartCluster(t, 3, 1)
-	client, err := rueidis.NewClient(storage.ClientOption(cluster.Addrs(), 2*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(client.Close)
+	client := cluster.Client()
 	prefix := "durable"
 	store := storage.New(client, storage.Config{KeyPrefix: prefix, ReplicaTimeout: 300 * time.Millisecond})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -149,11 +144,7 @@ func TestDeliverWaitsForAReplica(t *testing.T) {
 func TestDeliverNeverWaits(t *testing.T) {
 	t.Parallel()
 	cluster := storagetest.StartCluster(t, 3, 1)
-	client, err := rueidis.NewClient(storage.ClientOption(cluster.Addrs(), 2*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(client.Close)
+	client := cluster.Client()
 	store := storage.New(client, storage.Config{KeyPrefix: "nowait", MinReplicas: -1})
 	ctx := ctxT(t)
 	m, _, err := store.Create(ctx, storage.NewTag(), domain, time.Minute, "o")
@@ -170,11 +161,7 @@ func TestDeliverNeverWaits(t *testing.T) {
 // creation and a delivery on a 3+3 cluster on loopback.
 func BenchmarkDurableWrites(b *testing.B) {
 	cluster := storagetest.StartCluster(b, 3, 1)
-	client, err := rueidis.NewClient(storage.ClientOption(cluster.Addrs(), 2*time.Second))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(client.Close)
+	client := cluster.Client()
 	for _, mode := range []struct {
 		name string
 		min  int

@@ -102,21 +102,27 @@ func (u *user) events() (<-chan string, func()) {
 	ids := make(chan string, 1000)
 	go func() {
 		defer close(ids)
-		sc := bufio.NewScanner(res.Body)
-		event := ""
-		for sc.Scan() {
-			line := sc.Text()
-			switch {
-			case strings.HasPrefix(line, "event: "):
-				event = strings.TrimPrefix(line, "event: ")
-			case strings.HasPrefix(line, "id: ") && event == "message.received":
-				ids <- strings.TrimPrefix(line, "id: ")
-			case line == "":
-				event = ""
-			}
-		}
+		readEvents(res.Body, func(id string) { ids <- id })
 	}()
 	return ids, func() { res.Body.Close() }
+}
+
+// readEvents reads an event stream until it ends and calls onMessage with
+// the id of every message.received event.
+func readEvents(body io.Reader, onMessage func(id string)) {
+	sc := bufio.NewScanner(body)
+	event := ""
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "event: "):
+			event = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "id: ") && event == "message.received":
+			onMessage(strings.TrimPrefix(line, "id: "))
+		case line == "":
+			event = ""
+		}
+	}
 }
 
 func send(addr, to, subject string) error {

@@ -12,6 +12,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mayfly/mayfly/storage"
+	"github.com/redis/rueidis"
 )
 
 // Cluster is a Redis Cluster of the test's own, with replicas, for tests that
@@ -84,6 +87,18 @@ func (c *Cluster) waitReplicasInSync(any bool, within time.Duration) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// Client returns a client of the cluster as Mayfly builds it
+// (storage.ClientOption), closed when the test ends.
+func (c *Cluster) Client() rueidis.Client {
+	c.t.Helper()
+	client, err := rueidis.NewClient(storage.ClientOption(c.Addrs(), 2*time.Second))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(client.Close)
+	return client
 }
 
 // Addrs returns every node's address (seeds for a client).

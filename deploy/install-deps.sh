@@ -2,7 +2,8 @@
 # install-deps.sh — installs the Debian packages that `make test` and
 # `make run` and `make bench` need beyond Go itself: redis-server,
 # redis-tools (redis-cli, redis-benchmark), swaks, libnet-ssleay-perl (swaks --tls),
-# haproxy, curl, systemd (systemd-analyze) and prometheus (promtool). Does nothing when they are all present, so it is cheap to run first
+# haproxy and curl; with --checks also systemd (systemd-analyze) and
+# prometheus (promtool). Does nothing when they are all present, so it is cheap to run first
 # thing in every script.
 set -euo pipefail
 
@@ -20,10 +21,18 @@ command -v swaks >/dev/null || missing+=(swaks)
 # and the failover drills); curl is how the scripts probe readiness.
 command -v haproxy >/dev/null || missing+=(haproxy)
 command -v curl >/dev/null || missing+=(curl)
-# The deploy artifacts' checks: systemd-analyze verify (units), promtool
-# (alert rules; only the tool is used, its service is never started).
-command -v systemd-analyze >/dev/null || missing+=(systemd)
-command -v promtool >/dev/null || missing+=(prometheus)
+# With --checks (make test, .ci/run): the tools of the deploy artifacts'
+# checks, systemd-analyze verify (units) and promtool (alert rules). Only the
+# tools are used; the prometheus package's service is kept from starting,
+# since it would listen on :9090, the admin port of `make run`.
+checks=
+[[ ${1:-} == --checks ]] && checks=1
+tools=(redis-server redis-cli redis-benchmark swaks haproxy curl)
+if [[ -n $checks ]]; then
+	tools+=(systemd-analyze promtool)
+	command -v systemd-analyze >/dev/null || missing+=(systemd)
+	command -v promtool >/dev/null || missing+=(prometheus)
+fi
 # swaks needs Net::SSLeay for --tls (a recommends, which we do not install).
 perl -MNet::SSLeay -e1 2>/dev/null || missing+=(libnet-ssleay-perl)
 ((${#missing[@]} == 0)) && exit 0
@@ -39,8 +48,14 @@ export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 # The package's own redis service (port 6379) is not used: every script starts
 # its own servers on free ports.
+if [[ ! -e /usr/sbin/policy-rc.d ]]; then
+	# Debian's way to keep a package's postinst from starting its service.
+	printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+	chmod +x /usr/sbin/policy-rc.d
+	trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+fi
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-for c in redis-server redis-cli redis-benchmark swaks haproxy curl systemd-analyze promtool; do
+for c in "${tools[@]}"; do
 	command -v "$c" >/dev/null || die "$c still missing after installing ${missing[*]}"
 done
 perl -MNet::SSLeay -e1 2>/dev/null || die "Net::SSLeay still missing after installing ${missing[*]}"

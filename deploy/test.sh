@@ -15,7 +15,7 @@ repo=$(cd "$here/.." && pwd)
 # shellcheck source=deploy/lib.sh
 . "$here/lib.sh"
 
-bash "$here/install-deps.sh"
+bash "$here/install-deps.sh" --checks
 
 ms() { date +%s%3N; }
 

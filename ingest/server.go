@@ -37,6 +37,8 @@ type Deliverer interface {
 // rule, which withDefaults prevents).
 type Limiter interface {
 	Allow(ctx context.Context, r ratelimit.Rule, client string) (ratelimit.Decision, error)
+	// AllowAll counts one hit on each rule in one round trip.
+	AllowAll(ctx context.Context, client string, rules ...ratelimit.Rule) ([]ratelimit.Decision, error)
 }
 
 // The rule names of the per-IP limits; they name the limiter's keys.
@@ -355,11 +357,18 @@ func (s *Server) admit(nc net.Conn, l *listener) {
 		s.refuseConn(c, err)
 		return
 	}
-	if err := s.allow(s.cfg.ConnRule, c.ip, errConnRate); err != nil {
+	// The connection and its first transaction are counted together, in one
+	// round trip: the first MAIL then needs no Redis call of its own. A
+	// connection that never sends MAIL has used one transaction of the
+	// allowance anyway.
+	connErr, mailErr := s.allowConn(c.ip)
+	if connErr != nil {
 		s.release(c)
-		s.refuseConn(c, err)
+		s.refuseConn(c, connErr)
 		return
 	}
+	c.firstMail = mailErr
+	c.counted = true
 	select {
 	case l.conns <- c:
 	case <-l.done:
@@ -387,17 +396,42 @@ func (s *Server) allow(r ratelimit.Rule, client string, refused error) error {
 	defer cancel()
 	d, err := s.limiter.Allow(ctx, r, client)
 	if err != nil {
-		s.metrics.redisErrors.Inc()
-		if s.cfg.LimitsFailClosed {
-			s.log.Warn("smtp rate limit unavailable; refusing", "rule", r.Name, "ip", client, "err", err)
-			return err
-		}
-		s.log.Warn("smtp rate limit unavailable; admitting", "rule", r.Name, "ip", client, "err", err)
-		return nil
+		return s.limitUnavailable(r.Name, client, err)
 	}
 	if !d.Allowed {
 		return refused
 	}
+	return nil
+}
+
+// allowConn counts a new connection and its first transaction, and returns
+// the refusal (or nil) of each; a Redis failure is handled as allow does.
+func (s *Server) allowConn(client string) (conn, mail error) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RedisTimeout)
+	defer cancel()
+	ds, err := s.limiter.AllowAll(ctx, client, s.cfg.ConnRule, s.cfg.MailRule)
+	if err != nil {
+		err = s.limitUnavailable("conn+mail", client, err)
+		return err, err
+	}
+	if !ds[0].Allowed {
+		conn = errConnRate
+	}
+	if !ds[1].Allowed {
+		mail = errMailRate
+	}
+	return conn, mail
+}
+
+// limitUnavailable counts a limiter failure and returns what the hit gets:
+// nil (admitted) unless Config.LimitsFailClosed.
+func (s *Server) limitUnavailable(rule, client string, err error) error {
+	s.metrics.redisErrors.Inc()
+	if s.cfg.LimitsFailClosed {
+		s.log.Warn("smtp rate limit unavailable; refusing", "rule", rule, "ip", client, "err", err)
+		return err
+	}
+	s.log.Warn("smtp rate limit unavailable; admitting", "rule", rule, "ip", client, "err", err)
 	return nil
 }
 
@@ -503,6 +537,12 @@ type conn struct {
 	net.Conn
 	srv *Server
 	ip  string
+
+	// firstMail is the decision on the connection's first transaction,
+	// counted with the connection (see admit); counted says it is unused.
+	// Only the session's goroutine touches them after admit.
+	firstMail error
+	counted   bool
 
 	mu     sync.Mutex
 	end    time.Time // SessionTimeout: no read deadline goes past it

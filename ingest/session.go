@@ -57,7 +57,13 @@ func (s *session) Mail(_ string, _ *smtp.MailOptions) error {
 	if s.srv.shuttingDown() {
 		return s.refuse(errShuttingDown)
 	}
-	if err := s.srv.allow(s.srv.cfg.MailRule, s.conn.ip, errMailRate); err != nil {
+	var err error
+	if s.conn.counted {
+		err, s.conn.counted = s.conn.firstMail, false
+	} else {
+		err = s.srv.allow(s.srv.cfg.MailRule, s.conn.ip, errMailRate)
+	}
+	if err != nil {
 		return s.refuse(err)
 	}
 	return nil

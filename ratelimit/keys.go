@@ -1,5 +1,7 @@
 package ratelimit
 
+import "strconv"
+
 // keys is the only place that spells a Redis key of ratelimit. Every key of
 // one client carries the client key in braces, so Redis Cluster puts them in
 // one slot and one script may touch them all; the global creation counter has
@@ -27,14 +29,13 @@ func tag(client string) string {
 	return client
 }
 
-// request is the hash {w, n} of the client's one-second request window
-// (TTL: PEXPIREAT end of the window).
-func (k keys) request(client string) string { return k.base + tag(client) + "}:req" }
-
-// rule is the hash {w, n} of a generic fixed-window rule (TTL: PEXPIREAT end
-// of the window). Rule names live under "r:" so none can shadow another key.
-func (k keys) rule(name, client string) string {
-	return k.base + tag(client) + "}:r:" + name
+// window is the counter of the client's hits on the rule name (the request
+// rate is the rule "request") in window number w (node clock ms / window
+// length): a string holding the count (TTL: two window lengths from the last
+// hit). Rule names live under "w:" so none can shadow another key.
+func (k keys) window(name, client string, w int64) string {
+	var num [20]byte
+	return k.base + tag(client) + "}:w:" + name + ":" + string(strconv.AppendInt(num[:0], w, 10))
 }
 
 // creation is the hash {mw, mn, hw, hn, dw, dn} of the client's minute, hour

@@ -1,9 +1,15 @@
 // Package ratelimit enforces Mayfly's per-client and service-wide limits
 // (spec §8) in Redis, so every edge and ingest node shares one count.
 //
-// Each decision is one Lua script call in one Cluster slot. Windows are fixed
-// and aligned to the Redis server clock (TIME inside the script), so nodes
-// with skewed clocks never disagree about which window a hit falls in.
+// Each decision is one round trip to one Cluster slot. The creation limits
+// and the global cap are Lua scripts on fixed windows aligned to the Redis
+// server clock (TIME inside the script), so nodes with skewed clocks never
+// disagree about which window a creation falls in. The request rate and the
+// generic rules (SMTP) are on the hot paths and use two native commands
+// instead (INCR and PEXPIRE of a counter per window): their windows are
+// aligned to the clock of the node that counts, and the key names the window,
+// so every node still counts one shared number per window. See AllowRequest
+// for what a clock skew between nodes can do.
 //
 // ratelimit deliberately knows nothing about HTTP, SMTP or mailboxes beyond
 // an opaque mailbox tag: callers turn a Decision into a status code, and count
@@ -109,7 +115,10 @@ type Limiter struct {
 
 	// Script arguments fixed by the config, built once so the per-request
 	// path allocates only its key.
-	requestArgs, globalArgs, limitArgs []string
+	globalArgs, limitArgs []string
+
+	// now is the node clock of the native windows; tests skew it.
+	now func() time.Time
 }
 
 // New returns a Limiter on client, which the caller owns and closes.
@@ -117,15 +126,15 @@ func New(client rueidis.Client, cfg Config) *Limiter {
 	cfg = cfg.withDefaults()
 	itoa := strconv.Itoa
 	return &Limiter{
-		client:      client,
-		cfg:         cfg,
-		keys:        newKeys(cfg.KeyPrefix),
-		window:      script("window.lua"),
-		reserve:     script("reserve.lua"),
-		release:     script("release.lua"),
-		extend:      script("extend.lua"),
-		requestArgs: []string{itoa(cfg.RequestsPerSecond), "1000"},
-		globalArgs:  []string{itoa(cfg.GlobalCreatePerMinute), "60000"},
+		client:     client,
+		cfg:        cfg,
+		keys:       newKeys(cfg.KeyPrefix),
+		window:     script("window.lua"),
+		reserve:    script("reserve.lua"),
+		release:    script("release.lua"),
+		extend:     script("extend.lua"),
+		now:        time.Now,
+		globalArgs: []string{itoa(cfg.GlobalCreatePerMinute), "60000"},
 		limitArgs: []string{
 			itoa(cfg.CreatePerMinute), itoa(cfg.CreatePerHour),
 			itoa(cfg.CreatePerDay), itoa(cfg.ActivePerClient),
@@ -137,12 +146,20 @@ func New(client rueidis.Client, cfg Config) *Limiter {
 func (l *Limiter) Config() Config { return l.cfg }
 
 // AllowRequest counts one request by client in the current one-second window
-// (aligned to whole Redis server seconds). Over the limit it returns
-// Kind=request and RetryAfter=1s (spec: "Retry-After: 1"). Errors wrap
-// ErrUnavailable.
+// and admits the first RequestsPerSecond of each window. Over the limit it
+// returns Kind=request and RetryAfter=1s (spec: "Retry-After: 1"). Errors
+// wrap ErrUnavailable.
+//
+// The window is the whole second of this node's clock: the counter's key
+// names it, so every node that counts in that second shares one count, and
+// no window ever admits more than the limit. A node whose clock is δ ahead
+// of another's starts and ends each window δ earlier; a client that spreads
+// its requests over both can pass up to the limit again within δ of a
+// window's edge. Keep the nodes' clocks synchronised (NTP keeps them within
+// a few ms); TestAllowRequestSkewedNodes shows the bound.
 func (l *Limiter) AllowRequest(ctx context.Context, client string) (Decision, error) {
-	ms, err := l.hit(ctx, l.keys.request(client), l.requestArgs)
-	if err != nil || ms == 0 {
+	d, err := l.count(ctx, client, Rule{Name: string(KindRequest), Limit: l.cfg.RequestsPerSecond, Window: time.Second})
+	if err != nil || d.Allowed {
 		return Decision{Allowed: err == nil}, err
 	}
 	return Decision{Kind: KindRequest, RetryAfter: time.Second}, nil
@@ -153,47 +170,105 @@ func (l *Limiter) AllowRequest(ctx context.Context, client string) (Decision, er
 type Rule struct {
 	Name   string
 	Limit  int
-	Window time.Duration // whole milliseconds; windows align to the server clock
+	Window time.Duration // whole milliseconds; windows align to the node clock
 }
 
-// Allow counts one hit by client against r. Over the limit it returns
-// Kind=Kind(r.Name) and RetryAfter = time until the window resets, rounded up
-// to whole seconds; a refused hit is not counted. Errors wrap ErrInvalid (bad
-// rule, nothing counted) or ErrUnavailable.
+func (r Rule) valid() error {
+	if r.Name == "" || r.Name == string(KindRequest) || r.Limit <= 0 || r.Window.Milliseconds() <= 0 {
+		return fmt.Errorf("rule %q (limit %d, window %v): %w", r.Name, r.Limit, r.Window, ErrInvalid)
+	}
+	return nil
+}
+
+// Allow counts one hit by client against r, in a window aligned to this
+// node's clock as AllowRequest's are. Over the limit it returns
+// Kind=Kind(r.Name) and RetryAfter = time until the window ends, rounded up
+// to whole seconds. Errors wrap ErrInvalid (bad rule, nothing counted) or
+// ErrUnavailable.
 func (l *Limiter) Allow(ctx context.Context, r Rule, client string) (Decision, error) {
-	win := r.Window.Milliseconds()
-	if r.Name == "" || r.Limit <= 0 || win <= 0 {
-		return Decision{}, fmt.Errorf("rule %q (limit %d, window %v): %w", r.Name, r.Limit, r.Window, ErrInvalid)
+	ds, err := l.AllowAll(ctx, client, r)
+	if err != nil {
+		return Decision{}, err
 	}
-	args := []string{strconv.Itoa(r.Limit), strconv.FormatInt(win, 10)}
-	ms, err := l.hit(ctx, l.keys.rule(r.Name, client), args)
-	if err != nil || ms == 0 {
-		return Decision{Allowed: err == nil}, err
+	return ds[0], nil
+}
+
+// AllowAll counts one hit by client against each rule, all in one round trip
+// (a client's counters share a slot), and returns a decision per rule. Every
+// rule is counted whatever the others decide. Errors wrap ErrInvalid or
+// ErrUnavailable.
+func (l *Limiter) AllowAll(ctx context.Context, client string, rules ...Rule) ([]Decision, error) {
+	for _, r := range rules {
+		if err := r.valid(); err != nil {
+			return nil, err
+		}
 	}
-	return Decision{Kind: Kind(r.Name), RetryAfter: ceilSeconds(ms)}, nil
+	return l.countAll(ctx, client, rules)
+}
+
+// count is countAll for one rule, without the rule check.
+func (l *Limiter) count(ctx context.Context, client string, r Rule) (Decision, error) {
+	ds, err := l.countAll(ctx, client, []Rule{r})
+	if err != nil {
+		return Decision{}, err
+	}
+	return ds[0], nil
+}
+
+// countAll runs INCR and PEXPIRE on each rule's counter of the current window
+// in one pipeline. A refused hit is counted too: it changes no decision, since
+// a window's count only grows. The key outlives its window by one window, so
+// a node whose clock lags still finds the count.
+func (l *Limiter) countAll(ctx context.Context, client string, rules []Rule) ([]Decision, error) {
+	now := l.now().UnixMilli()
+	b := l.client.B()
+	var buf [4]rueidis.Completed
+	cmds := buf[:0]
+	ends := make([]int64, len(rules))
+	for i, r := range rules {
+		win := r.Window.Milliseconds()
+		w := now / win
+		ends[i] = (w + 1) * win
+		key := l.keys.window(r.Name, client, w)
+		cmds = append(cmds,
+			b.Incr().Key(key).Build(),
+			b.Pexpire().Key(key).Milliseconds(2*win).Build())
+	}
+	res := l.client.DoMulti(ctx, cmds...)
+	out := make([]Decision, len(rules))
+	for i, r := range rules {
+		n, err := res[2*i].AsInt64()
+		if err == nil {
+			err = res[2*i+1].Error()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrUnavailable, r.Name, err)
+		}
+		if n <= int64(r.Limit) {
+			out[i] = Decision{Allowed: true}
+		} else {
+			out[i] = Decision{Kind: Kind(r.Name), RetryAfter: ceilSeconds(max(ends[i]-now, 1))}
+		}
+	}
+	return out, nil
 }
 
 // AllowGlobalCreation counts one creation against the service-wide minute
-// window. It admits exactly GlobalCreatePerMinute per window, also under
-// concurrency; refused calls are not counted. Only creations the per-client
-// limits admitted should reach it. Over the cap it returns Kind=global and
-// RetryAfter = time until the minute resets. Errors wrap ErrUnavailable.
+// window (Redis clock). It admits exactly GlobalCreatePerMinute per window,
+// also under concurrency; refused calls are not counted. Only creations the
+// per-client limits admitted should reach it. Over the cap it returns
+// Kind=global and RetryAfter = time until the minute resets. Errors wrap
+// ErrUnavailable.
 func (l *Limiter) AllowGlobalCreation(ctx context.Context) (Decision, error) {
-	ms, err := l.hit(ctx, l.keys.globalCreation(), l.globalArgs)
-	if err != nil || ms == 0 {
-		return Decision{Allowed: err == nil}, err
+	keys := [1]string{l.keys.globalCreation()}
+	ms, err := l.window.Exec(ctx, l.client, keys[:], l.globalArgs).AsInt64()
+	if err != nil {
+		return Decision{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	if ms == 0 {
+		return Decision{Allowed: true}, nil
 	}
 	return Decision{Kind: KindGlobal, RetryAfter: ceilSeconds(ms)}, nil
-}
-
-// hit runs window.lua: 0 means admitted, otherwise ms until the window resets.
-func (l *Limiter) hit(ctx context.Context, key string, args []string) (int64, error) {
-	keys := [1]string{key}
-	ms, err := l.window.Exec(ctx, l.client, keys[:], args).AsInt64()
-	if err != nil {
-		return 0, fmt.Errorf("%w: %w", ErrUnavailable, err)
-	}
-	return ms, nil
 }
 
 // ReserveCreation counts one mailbox-creation attempt by client and, when

@@ -193,6 +193,85 @@ func TestAllowRule(t *testing.T) {
 	}
 }
 
+// TestAllowAllOneTrip counts two rules in one call: each decides on its own
+// count, and each is counted whatever the other decides.
+func TestAllowAllOneTrip(t *testing.T) {
+	t.Parallel()
+	l, c := newLimiter(t, Config{})
+	ctx := context.Background()
+	conn := Rule{Name: "conn", Limit: 2, Window: 10 * time.Second}
+	mail := Rule{Name: "mail", Limit: 1, Window: 10 * time.Second}
+	roomInWindow(t, c, conn.Window, 2*time.Second)
+	want := [][2]bool{{true, true}, {true, false}, {false, false}}
+	for i, w := range want {
+		ds, err := l.AllowAll(ctx, "198.51.100.9", conn, mail)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ds) != 2 || ds[0].Allowed != w[0] || ds[1].Allowed != w[1] {
+			t.Fatalf("call %d: %+v, want allowed %v", i+1, ds, w)
+		}
+	}
+	// Allow on one of them sees the count AllowAll left.
+	if d, err := l.Allow(ctx, mail, "198.51.100.9"); err != nil || d.Allowed || d.Kind != "mail" {
+		t.Fatalf("Allow(mail) after AllowAll: %+v, %v; want refused", d, err)
+	}
+	if _, err := l.AllowAll(ctx, "198.51.100.9", conn, Rule{Name: "request", Limit: 1, Window: time.Second}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("a rule named like the request counter: %v, want ErrInvalid", err)
+	}
+}
+
+// TestAllowRequestSkewedNodes pins what the node-clock windows do when two
+// nodes' clocks disagree by δ = 300 ms: a window's count is shared by both
+// (the key names the window), so no window admits more than 8; what moves is
+// where each node puts the edge, so within δ of an edge a client spread over
+// both can pass 8 more: the documented bound.
+func TestAllowRequestSkewedNodes(t *testing.T) {
+	t.Parallel()
+	l, c := newLimiter(t, Config{})
+	ahead := New(c, l.cfg)
+	const skew = 300 * time.Millisecond
+	base := time.Now().Truncate(time.Second).Add(-time.Minute) // a fixed past second: keys of their own
+	at := func(lim *Limiter, tm time.Time) { lim.now = func() time.Time { return tm } }
+	ctx := context.Background()
+	pass := func(lim *Limiter, n int) int {
+		t.Helper()
+		ok := 0
+		for range n {
+			d, err := lim.AllowRequest(ctx, "192.0.2.99")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Allowed {
+				ok++
+			}
+		}
+		return ok
+	}
+	// True time base+0.5 s: both nodes are inside second `base`; one count.
+	at(l, base.Add(500*time.Millisecond))
+	at(ahead, base.Add(500*time.Millisecond+skew))
+	if got := pass(l, 5) + pass(ahead, 5); got != 8 {
+		t.Fatalf("mid-window, both nodes: %d passed, want 8 (one shared count)", got)
+	}
+	// True time base+0.8 s: the node ahead is already in the next second and
+	// admits 8 more there; the other still refuses.
+	at(l, base.Add(800*time.Millisecond))
+	at(ahead, base.Add(800*time.Millisecond+skew))
+	if got := pass(l, 3); got != 0 {
+		t.Fatalf("lagging node at the edge: %d passed, want 0", got)
+	}
+	if got := pass(ahead, 10); got != 8 {
+		t.Fatalf("leading node past the edge: %d passed, want 8 (the next window)", got)
+	}
+	// True time base+1.1 s: both are in the next second, which is full.
+	at(l, base.Add(1100*time.Millisecond))
+	at(ahead, base.Add(1100*time.Millisecond+skew))
+	if got := pass(l, 3) + pass(ahead, 3); got != 0 {
+		t.Fatalf("next window on both nodes: %d passed, want 0 (its 8 went early)", got)
+	}
+}
+
 func TestAllowRuleInvalid(t *testing.T) {
 	l, _ := newLimiter(t, Config{})
 	for _, r := range []Rule{
@@ -523,10 +602,14 @@ func TestKeysExpire(t *testing.T) {
 	}
 	roomInWindow(t, c, time.Second, 500*time.Millisecond)
 	now := serverNow(t, c)
+	node := time.Now() // the native windows' clock, held still: their keys are known
+	l.now = func() time.Time { return node }
 	_, err := l.AllowRequest(ctx, ip)
 	check("AllowRequest", err)
-	if got, want := expireAt(l.keys.request(ip)), now.Truncate(time.Second).Add(time.Second); !got.Equal(want) {
-		t.Errorf("request key expires at %v, want the end of its second %v", got, want)
+	// Two windows from the hit: the node clock (this machine's) and the
+	// server's agree here, within the test's few ms.
+	if got, lo, hi := expireAt(l.keys.window("request", ip, node.Unix())), now.Add(2*time.Second), serverNow(t, c).Add(2*time.Second); got.Before(lo.Truncate(time.Millisecond)) || got.After(hi) {
+		t.Errorf("request key expires at %v, want two seconds after the hit, in [%v, %v]", got, lo, hi)
 	}
 	_, err = l.Allow(ctx, Rule{Name: "conn", Limit: 1, Window: time.Minute}, ip)
 	check("Allow", err)
@@ -568,8 +651,8 @@ func TestKeysExpire(t *testing.T) {
 	p := l.cfg.KeyPrefix
 	want := []string{ // the request key may already have expired
 		p + ":rl:{192.0.2.60}:create",
-		p + ":rl:{192.0.2.60}:r:conn",
-		p + ":rl:{192.0.2.60}:req",
+		l.keys.window("conn", ip, node.UnixMilli()/time.Minute.Milliseconds()),
+		l.keys.window("request", ip, node.Unix()),
 		p + ":rl:{global}:global-create",
 	}
 	if len(got) == 3 {

@@ -148,17 +148,11 @@ func (s *Server) handleListMessages(ctx *fasthttp.RequestCtx, c *call) error {
 	if err != nil {
 		return err
 	}
-	items, more, err := s.store.Messages(c.ctx, sess, storage.Page{Limit: limit, Offset: offset})
+	items, more, err := s.store.MessagesJSON(c.ctx, sess, storage.Page{Limit: limit, Offset: offset})
 	if err != nil {
 		return err
 	}
-	var resp listResponse
-	resp.Data.Items = make([]summaryView, len(items))
-	for i, m := range items {
-		resp.Data.Items[i] = viewSummary(m)
-	}
-	resp.Data.Pagination = paginationView{Limit: limit, Offset: offset, HasMore: more}
-	writeJSON(ctx, fasthttp.StatusOK, &resp)
+	writeList(ctx, items, limit, offset, more)
 	return nil
 }
 
@@ -171,13 +165,11 @@ func (s *Server) handleGetMessage(ctx *fasthttp.RequestCtx, c *call) error {
 	if err != nil {
 		return err
 	}
-	m, err := s.store.Message(c.ctx, sess, id)
+	m, err := s.store.MessageJSON(c.ctx, sess, id)
 	if err != nil {
 		return err
 	}
-	var resp messageResponse
-	resp.Data.Message = messageView{summaryView: viewSummary(m.Summary), TextBody: m.Text, HTMLBody: m.HTML}
-	writeJSON(ctx, fasthttp.StatusOK, &resp)
+	writeMessage(ctx, m)
 	return nil
 }
 

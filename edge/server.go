@@ -36,8 +36,8 @@ type Mailboxes interface {
 	Current(ctx context.Context, session storage.Credential) (storage.Mailbox, error)
 	Extend(ctx context.Context, session storage.Credential, d time.Duration) (storage.Mailbox, string, error)
 	Destroy(ctx context.Context, session storage.Credential) (string, error)
-	Messages(ctx context.Context, session storage.Credential, p storage.Page) ([]storage.Summary, bool, error)
-	Message(ctx context.Context, session storage.Credential, id uuid.UUID) (storage.Message, error)
+	MessagesJSON(ctx context.Context, session storage.Credential, p storage.Page) ([]storage.Encoded, bool, error)
+	MessageJSON(ctx context.Context, session storage.Credential, id uuid.UUID) (storage.Encoded, error)
 	DeleteMessage(ctx context.Context, session storage.Credential, id uuid.UUID) error
 	Events
 }

@@ -60,12 +60,19 @@ func ParseEvent(payload []byte) (Event, error) {
 		Expires int64     `json:"expires"`
 		Token   string    `json:"token"`
 		Session string    `json:"session"`
+		// The summary of a message event (deliver.lua); events published
+		// before the pre-encoded layout carry id, from, subject and status
+		// at the top level instead.
+		Summary *encodedSummary `json:"summary"`
 	}
 	if err := json.Unmarshal(payload, &raw); err != nil {
 		return Event{}, fmt.Errorf("storage: event: %w", err)
 	}
 	switch raw.Type {
 	case EventMessage:
+		if raw.Summary != nil {
+			raw.ID, raw.From, raw.Subject, raw.Status = raw.Summary.ID, raw.Summary.From, raw.Summary.Subject, raw.Summary.Status
+		}
 		id, err := uuid.Parse(raw.ID)
 		if err != nil {
 			return Event{}, fmt.Errorf("storage: event: %w", err)

@@ -13,7 +13,7 @@ var scriptFS embed.FS
 // header of each file names its KEYS, ARGV and reply.
 type scripts struct {
 	selectBox, current, extend, destroy *rueidis.Lua
-	message, deleteMessage, exists      *rueidis.Lua
+	message, deleteMessage              *rueidis.Lua
 	streamOpen, streamRead              *rueidis.Lua
 	// The writes a caller is told are safe: run through Store.exec, which
 	// waits for replicas on the same connection.
@@ -34,7 +34,6 @@ func loadScripts() scripts {
 		message:       load("message.lua"),
 		deleteMessage: load("delete_message.lua"),
 		deliver:       newDurableScript(lib + mustRead("deliver.lua")),
-		exists:        load("exists.lua"),
 		streamOpen:    load("stream_open.lua"),
 		streamRead:    load("stream_read.lua"),
 	}

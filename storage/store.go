@@ -191,7 +191,25 @@ func (s *Store) Destroy(ctx context.Context, session Credential) (string, error)
 }
 
 // Messages returns one page of the session's messages, newest first, and
-// whether more follow.
+// whether more follow. It is MessagesJSON with every summary decoded.
+// Errors: ErrSessionInvalid, ErrUnavailable.
+func (s *Store) Messages(ctx context.Context, session Credential, p Page) ([]Summary, bool, error) {
+	page, more, err := s.MessagesJSON(ctx, session, p)
+	if err != nil {
+		return nil, false, err
+	}
+	out := make([]Summary, len(page))
+	for i, e := range page {
+		out[i] = Summary{StreamID: e.StreamID, ReceivedAt: e.ReceivedAt}
+		if err := decodeSummary(e.JSON, &out[i]); err != nil {
+			return nil, false, unavailable("list", err)
+		}
+	}
+	return out, more, nil
+}
+
+// MessagesJSON returns one page of the session's messages as stored (the
+// summaries pre-encoded), newest first, and whether more follow.
 //
 // It is the hot path, so it runs no script: one MULTI/EXEC in the mailbox's
 // slot reads the server time, the session and expiry fields of the box and
@@ -199,46 +217,60 @@ func (s *Store) Destroy(ctx context.Context, session Credential) (string, error)
 // snapshot. (A script would cost Redis several times more, converting every
 // stream entry to Lua and back.)
 // Errors: ErrSessionInvalid, ErrUnavailable.
-func (s *Store) Messages(ctx context.Context, session Credential, p Page) ([]Summary, bool, error) {
+func (s *Store) MessagesJSON(ctx context.Context, session Credential, p Page) ([]Encoded, bool, error) {
 	// No mailbox holds more than MaxMessages: a larger offset is past the end,
 	// and clamping it keeps XREVRANGE's COUNT bounded.
 	offset := min(p.Offset, s.cfg.MaxMessages)
 	t, b := session.Tag, s.client.B()
-	res := s.client.DoMulti(ctx,
-		b.Multi().Build(),
-		b.Time().Build(),
-		b.Hmget().Key(s.keys.box(t)).Field("s:"+session.digest(), "e").Build(),
-		b.Xrevrange().Key(s.keys.msgs(t)).End("+").Start("-").Count(int64(offset+p.Limit+1)).Build(),
-		b.Exec().Build())
-	for _, r := range res {
-		if err := r.Error(); err != nil {
-			return nil, false, unavailable("list", err)
-		}
-	}
-	tx, err := res[len(res)-1].ToArray()
-	if err != nil || len(tx) != 3 {
-		return nil, false, unavailable("list", fmt.Errorf("EXEC reply of %d items: %v", len(tx), err))
-	}
-	now, err := serverTime(tx[0])
+	tx, err := s.snapshot(ctx, "list", session,
+		b.Xrevrange().Key(s.keys.msgs(t)).End("+").Start("-").Count(int64(offset+p.Limit+1)).Build())
 	if err != nil {
-		return nil, false, unavailable("list", err)
+		return nil, false, err
 	}
-	if !liveSession(tx[1], now) {
-		return nil, false, ErrSessionInvalid
-	}
-	entries, err := tx[2].ToArray()
+	entries, err := tx.ToArray()
 	if err != nil {
 		return nil, false, unavailable("list", err)
 	}
 	more := len(entries) > offset+p.Limit
 	entries = entries[min(offset, len(entries)):min(offset+p.Limit, len(entries))]
-	out := make([]Summary, len(entries))
+	out := make([]Encoded, len(entries))
 	for i := range entries {
-		if out[i], err = entrySummary(&entries[i]); err != nil {
+		if out[i], err = entryJSON(&entries[i]); err != nil {
 			return nil, false, unavailable("list", err)
 		}
 	}
 	return out, more, nil
+}
+
+// snapshot runs read in one MULTI/EXEC with TIME and the session and expiry
+// fields of the session's box, checks the session against that snapshot,
+// and returns read's reply.
+// Errors: ErrSessionInvalid, ErrUnavailable.
+func (s *Store) snapshot(ctx context.Context, op string, session Credential, read rueidis.Completed) (rueidis.RedisMessage, error) {
+	b := s.client.B()
+	res := s.client.DoMulti(ctx,
+		b.Multi().Build(),
+		b.Time().Build(),
+		b.Hmget().Key(s.keys.box(session.Tag)).Field("s:"+session.digest(), "e").Build(),
+		read,
+		b.Exec().Build())
+	for _, r := range res {
+		if err := r.Error(); err != nil {
+			return rueidis.RedisMessage{}, unavailable(op, err)
+		}
+	}
+	tx, err := res[len(res)-1].ToArray()
+	if err != nil || len(tx) != 3 {
+		return rueidis.RedisMessage{}, unavailable(op, fmt.Errorf("EXEC reply of %d items: %v", len(tx), err))
+	}
+	now, err := serverTime(tx[0])
+	if err != nil {
+		return rueidis.RedisMessage{}, unavailable(op, err)
+	}
+	if !liveSession(tx[1], now) {
+		return rueidis.RedisMessage{}, ErrSessionInvalid
+	}
+	return tx[2], nil
 }
 
 // serverTime parses a TIME reply.
@@ -266,27 +298,38 @@ func liveSession(m rueidis.RedisMessage, now time.Time) bool {
 	return err == nil && exp > now.UnixMilli()
 }
 
-// entrySummary reads a stream entry ({id, {field, value, ...}}).
-func entrySummary(m *rueidis.RedisMessage) (Summary, error) {
+// entryJSON reads a stream entry ({id, {field, value, ...}}) as stored.
+func entryJSON(m *rueidis.RedisMessage) (Encoded, error) {
 	e, err := m.ToArray()
 	if err != nil || len(e) != 2 {
-		return Summary{}, fmt.Errorf("stream entry: %v", err)
+		return Encoded{}, fmt.Errorf("stream entry: %v", err)
 	}
 	sid, err := e[0].ToString()
 	if err != nil {
-		return Summary{}, err
+		return Encoded{}, err
 	}
-	return fieldsSummary(sid, &e[1])
+	return fieldsJSON(sid, &e[1])
 }
 
-// fieldsSummary reads the field list of stream entry sid (fields i, f, s, t;
-// see deliver.lua) without building a map.
-func fieldsSummary(sid string, m *rueidis.RedisMessage) (Summary, error) {
+// fieldsJSON reads the field list of stream entry sid: its j field, or for
+// an entry stored before the pre-encoded layout (fields i, f, s, t) the
+// summary encoded from those.
+func fieldsJSON(sid string, m *rueidis.RedisMessage) (Encoded, error) {
 	fv, err := m.ToArray()
 	if err != nil {
-		return Summary{}, err
+		return Encoded{}, err
 	}
-	sum := Summary{StreamID: sid, ReceivedAt: streamTime(sid)}
+	out := Encoded{StreamID: sid, ReceivedAt: streamTime(sid)}
+	for i := 0; i+1 < len(fv); i += 2 {
+		if k, _ := fv[i].ToString(); k == "j" {
+			out.JSON, err = fv[i+1].ToString()
+			if err == nil && !isObject(out.JSON) {
+				err = fmt.Errorf("stream entry %s: stored summary is not a JSON object", sid)
+			}
+			return out, err
+		}
+	}
+	var sum Summary
 	for i := 0; i+1 < len(fv); i += 2 {
 		k, _ := fv[i].ToString()
 		v, _ := fv[i+1].ToString()
@@ -301,35 +344,101 @@ func fieldsSummary(sid string, m *rueidis.RedisMessage) (Summary, error) {
 			sum.Status = Status(v)
 		}
 	}
-	return sum, nil
+	out.JSON = encodeSummary(sum)
+	return out, nil
 }
 
-// Message returns one message of the session's mailbox.
+// isObject is the readers' guard on a stored JSON value: they cut its
+// closing brace to append received_at.
+func isObject(js string) bool {
+	return len(js) >= 2 && js[0] == '{' && js[len(js)-1] == '}'
+}
+
+// entrySummary reads a stream entry as a decoded Summary.
+func entrySummary(m *rueidis.RedisMessage) (Summary, error) {
+	e, err := entryJSON(m)
+	if err != nil {
+		return Summary{}, err
+	}
+	sum := Summary{StreamID: e.StreamID, ReceivedAt: e.ReceivedAt}
+	return sum, decodeSummary(e.JSON, &sum)
+}
+
+// Message returns one message of the session's mailbox: MessageJSON,
+// decoded.
 // Errors: ErrSessionInvalid, ErrMessageNotFound, ErrUnavailable.
 func (s *Store) Message(ctx context.Context, session Credential, id uuid.UUID) (Message, error) {
+	e, err := s.MessageJSON(ctx, session, id)
+	if err != nil {
+		return Message{}, err
+	}
+	m, err := decodeMessage(e)
+	if err != nil {
+		return Message{}, unavailable("message", err)
+	}
+	return m, nil
+}
+
+// MessageJSON returns one message of the session's mailbox as stored
+// (pre-encoded, bodies included), in one MULTI/EXEC like MessagesJSON: the
+// bodies hash maps the message id to its stream id and its JSON.
+// Errors: ErrSessionInvalid, ErrMessageNotFound, ErrUnavailable.
+func (s *Store) MessageJSON(ctx context.Context, session Credential, id uuid.UUID) (Encoded, error) {
+	ids := id.String()
+	r, err := s.snapshot(ctx, "message", session,
+		s.client.B().Hmget().Key(s.keys.bodies(session.Tag)).Field(ids, ids+":m").Build())
+	if err != nil {
+		return Encoded{}, err
+	}
+	f, err := r.ToArray()
+	if err != nil || len(f) != 2 {
+		return Encoded{}, unavailable("message", fmt.Errorf("HMGET reply: %v", err))
+	}
+	if f[0].IsNil() {
+		return Encoded{}, ErrMessageNotFound
+	}
+	sid, _ := f[0].ToString()
+	if f[1].IsNil() {
+		return s.messageBefore(ctx, session, id) // stored before the pre-encoded layout
+	}
+	js, err := f[1].ToString()
+	if err == nil && !isObject(js) {
+		err = fmt.Errorf("message %s: stored JSON is not an object", ids)
+	}
+	if err != nil {
+		return Encoded{}, unavailable("message", err)
+	}
+	return Encoded{StreamID: sid, ReceivedAt: streamTime(sid), JSON: js}, nil
+}
+
+// messageBefore reads a message stored before the pre-encoded layout
+// (message.lua) and encodes it.
+func (s *Store) messageBefore(ctx context.Context, session Credential, id uuid.UUID) (Encoded, error) {
 	t := session.Tag
 	res, err := s.scripts.message.Exec(ctx, s.client, []string{s.keys.box(t), s.keys.msgs(t), s.keys.bodies(t)},
 		[]string{session.digest(), id.String()}).ToArray()
 	if err != nil {
-		return Message{}, unavailable("message", err)
+		return Encoded{}, unavailable("message", err)
 	}
 	switch code, _ := res[0].AsInt64(); {
 	case code == 0:
-		return Message{}, ErrSessionInvalid
+		return Encoded{}, ErrSessionInvalid
 	case code == 2 || len(res) != 5:
-		return Message{}, ErrMessageNotFound
+		return Encoded{}, ErrMessageNotFound
 	}
 	sid, _ := res[1].ToString()
-	sum, err := fieldsSummary(sid, &res[2])
+	e, err := fieldsJSON(sid, &res[2])
 	if err != nil {
-		return Message{}, unavailable("message", err)
+		return Encoded{}, unavailable("message", err)
 	}
-	m := Message{Summary: sum}
-	if m.Status == StatusReady {
-		m.Text, _ = res[3].ToString()
-		m.HTML, _ = res[4].ToString()
+	m := Message{Summary: Summary{StreamID: sid}}
+	if err := decodeSummary(e.JSON, &m.Summary); err != nil {
+		return Encoded{}, unavailable("message", err)
 	}
-	return m, nil
+	m.Text, _ = res[3].ToString()
+	m.HTML, _ = res[4].ToString()
+	e.JSON = encodeMessage(m)
+	return e, nil
 }
 
 // DeleteMessage deletes one message of the session's mailbox.
@@ -362,17 +471,27 @@ func splitAddress(address string) (tag, lower string, ok bool) {
 }
 
 // Exists reports whether a live mailbox has address (case-insensitive).
+//
+// It is the SMTP recipient check, one native HMGET: the box hash expires
+// with the mailbox, and its expiry field is compared with this node's clock
+// for the last milliseconds before Redis drops it. Deliver re-checks on the
+// Redis clock and is the authority.
 // Errors: ErrUnavailable.
 func (s *Store) Exists(ctx context.Context, address string) (bool, error) {
 	tag, lower, ok := splitAddress(address)
 	if !ok {
 		return false, nil
 	}
-	n, err := s.scripts.exists.Exec(ctx, s.client, []string{s.keys.box(tag)}, []string{lower}).AsInt64()
+	f, err := s.client.Do(ctx, s.client.B().Hmget().Key(s.keys.box(tag)).Field("a", "e").Build()).ToArray()
 	if err != nil {
 		return false, unavailable("exists", err)
 	}
-	return n == 1, nil
+	if len(f) != 2 || f[0].IsNil() || f[1].IsNil() {
+		return false, nil
+	}
+	a, _ := f[0].ToString()
+	e, err := f[1].AsInt64()
+	return err == nil && a == lower && e > time.Now().UnixMilli(), nil
 }
 
 // Deliver appends m to the live mailbox at address (case-insensitive) in one
@@ -394,8 +513,9 @@ func (s *Store) Deliver(ctx context.Context, address string, m NewMessage) (Summ
 	m.Text = truncate(m.Text, room-len(m.HTML))
 	size := len(m.From) + len(m.Subject) + len(m.Text) + len(m.HTML)
 	id := uuid.New()
+	sum := Summary{ID: id, From: m.From, Subject: m.Subject, Status: m.Status}
 	res, err := s.exec(ctx, "deliver", s.scripts.deliver, s.keys.all(tag), []string{
-		lower, id.String(), m.From, m.Subject, string(m.Status), m.Text, m.HTML,
+		lower, id.String(), encodeSummary(sum), encodeMessage(Message{Summary: sum, Text: m.Text, HTML: m.HTML}),
 		strconv.Itoa(size), strconv.Itoa(s.cfg.MaxMessages), strconv.Itoa(s.cfg.MaxMailboxBytes), m.Key,
 	})
 	if err != nil {

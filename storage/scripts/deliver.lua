@@ -1,24 +1,26 @@
 -- deliver.lua: append one message to a live mailbox.
 -- KEYS: box, msgs, bodies, events
--- ARGV: recipient address (lower case), message id, from, subject, status,
---       text, html, size (bytes counted against the mailbox),
---       max messages, max mailbox bytes, delivery key (sha256 hex of the raw
---       message, or empty: no deduplication)
+-- ARGV: recipient address (lower case), message id, summary JSON, message
+--       JSON (see storage/encode.go), size (bytes counted against the
+--       mailbox), max messages, max mailbox bytes, delivery key (sha256 hex
+--       of the raw message, or empty: no deduplication)
 -- Reply: {1, stream id, message id, node id} delivered; {2, stream id,
 --        message id, node id} the message with that delivery key is still
 --        stored, so nothing was (the reply names that one); {0, node id} no
 --        live mailbox at that address (node id: see node_id in lib.lua).
--- The delivery key is a bodies field 'd:<key>' = message id, dropped with
--- its message (drop_message), so the dedupe window is the stored life of the
--- first copy. A duplicate still writes (it re-sets that field), so that a
--- WAIT after this call covers the first copy's replication too.
+-- The stream entry is {j = summary JSON, k = "<id> <size> <key>"}; the
+-- bodies hash gets <id> = stream id and <id>:m = message JSON. The delivery
+-- key is a bodies field 'd:<key>' = message id, dropped with its message
+-- (drop_message), so the dedupe window is the stored life of the first copy.
+-- A duplicate still writes (it re-sets that field), so that a WAIT after
+-- this call covers the first copy's replication too.
 -- Evicts the oldest messages while a cap is exceeded, then publishes
--- {"type":"message","sid","id","from","subject","status"} on the events channel.
+-- {"type":"message","sid":…,"summary":<summary JSON>} on the events channel.
 local now = now_ms()
 local f = redis.call('HMGET', KEYS[1], 'a', 'e')
 if not f[1] or f[1] ~= ARGV[1] or tonumber(f[2]) <= now then return {0, node_id()} end
 local exp = tonumber(f[2])
-local key = ARGV[11]
+local key = ARGV[8]
 if key ~= '' then
   local first = redis.call('HGET', KEYS[3], 'd:' .. key)
   local firstsid = first and redis.call('HGET', KEYS[3], first)
@@ -28,26 +30,22 @@ if key ~= '' then
   end
 end
 local id = ARGV[2]
-local sid
+local sid = redis.call('XADD', KEYS[2], '*', 'j', ARGV[3], 'k', id .. ' ' .. ARGV[5] .. ' ' .. key)
 if key ~= '' then
-  sid = redis.call('XADD', KEYS[2], '*', 'i', id, 'f', ARGV[3], 's', ARGV[4], 't', ARGV[5], 'z', ARGV[8], 'd', key)
-  redis.call('HSET', KEYS[3], id, sid, id .. ':t', ARGV[6], id .. ':h', ARGV[7], 'd:' .. key, id)
+  redis.call('HSET', KEYS[3], id, sid, id .. ':m', ARGV[4], 'd:' .. key, id)
 else
-  sid = redis.call('XADD', KEYS[2], '*', 'i', id, 'f', ARGV[3], 's', ARGV[4], 't', ARGV[5], 'z', ARGV[8])
-  redis.call('HSET', KEYS[3], id, sid, id .. ':t', ARGV[6], id .. ':h', ARGV[7])
+  redis.call('HSET', KEYS[3], id, sid, id .. ':m', ARGV[4])
 end
 redis.call('PEXPIREAT', KEYS[2], exp)
 redis.call('PEXPIREAT', KEYS[3], exp)
 local n = redis.call('HINCRBY', KEYS[1], 'n', 1)
-local b = redis.call('HINCRBY', KEYS[1], 'b', tonumber(ARGV[8]))
-local maxn, maxb = tonumber(ARGV[9]), tonumber(ARGV[10])
+local b = redis.call('HINCRBY', KEYS[1], 'b', tonumber(ARGV[5]))
+local maxn, maxb = tonumber(ARGV[6]), tonumber(ARGV[7])
 while n > maxn or b > maxb do
   local old = redis.call('XRANGE', KEYS[2], '-', '+', 'COUNT', 1)
   if #old == 0 or old[1][1] == sid then break end
-  drop_message(old[1][1], old[1][2])
-  n = tonumber(redis.call('HGET', KEYS[1], 'n'))
-  b = tonumber(redis.call('HGET', KEYS[1], 'b'))
+  n = n - 1
+  b = b - drop_message(old[1][1], old[1][2])
 end
-redis.call('SPUBLISH', KEYS[4], cjson.encode({type = 'message', sid = sid, id = id,
-  from = ARGV[3], subject = ARGV[4], status = ARGV[5]}))
+redis.call('SPUBLISH', KEYS[4], '{"type":"message","sid":"' .. sid .. '","summary":' .. ARGV[3] .. '}')
 return {1, sid, id, node_id()}

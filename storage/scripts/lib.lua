@@ -45,18 +45,26 @@ local function set_expiry(ms)
 end
 
 -- drop_message removes one message (stream entry, bodies, delivery key) and
--- its accounting; fields are the entry's field/value list.
+-- its accounting, and returns the bytes it counted; fields are the entry's
+-- field/value list: k = "<id> <size> <key>" (see deliver.lua), or the i, z
+-- and d fields of entries stored before it.
 local function drop_message(sid, fields)
   local id, size, key
   for i = 1, #fields, 2 do
-    local f = fields[i]
-    if f == 'i' then id = fields[i + 1] elseif f == 'z' then size = tonumber(fields[i + 1])
-    elseif f == 'd' then key = fields[i + 1] end
+    local f, v = fields[i], fields[i + 1]
+    if f == 'k' then id, size, key = string.match(v, '^(%S+) (%d+) ?(%S*)$')
+    elseif f == 'i' then id = v elseif f == 'z' then size = v elseif f == 'd' then key = v end
   end
+  size = tonumber(size) or 0
   redis.call('XDEL', KEYS[2], sid)
-  if id then redis.call('HDEL', KEYS[3], id, id .. ':t', id .. ':h') end
-  if key then redis.call('HDEL', KEYS[3], 'd:' .. key) end
+  if id then
+    if key and key ~= '' then
+      redis.call('HDEL', KEYS[3], id, id .. ':m', id .. ':t', id .. ':h', 'd:' .. key)
+    else
+      redis.call('HDEL', KEYS[3], id, id .. ':m', id .. ':t', id .. ':h')
+    end
+  end
   redis.call('HINCRBY', KEYS[1], 'n', -1)
-  redis.call('HINCRBY', KEYS[1], 'b', -(size or 0))
+  redis.call('HINCRBY', KEYS[1], 'b', -size)
+  return size
 end
-

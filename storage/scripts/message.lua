@@ -1,4 +1,6 @@
--- message.lua: one message with its bodies.
+-- message.lua: one message with its bodies, for a message stored before the
+-- pre-encoded layout (fields i, f, s, t, z and bodies <id>:t, <id>:h); Store
+-- reads the current layout without a script (see MessageJSON).
 -- KEYS: box, msgs, bodies
 -- ARGV: session digest, message id
 -- Reply: {1, stream id, {field, value, ...}, text, html}; {0} when the session

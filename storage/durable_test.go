@@ -52,14 +52,14 @@ func TestDeliverIsIdempotent(t *testing.T) {
 	if s, err := f.store.Deliver(ctx, m.Address, keyedMessage("a")); err != nil || s.Duplicate || s.ID == first.ID {
 		t.Fatalf("after delete: %+v, %v; want a new copy", s, err)
 	}
-	// Eviction drops the key too: the bodies hash holds 2 fields and one
+	// Eviction drops the key too: the bodies hash holds 3 fields and one
 	// delivery key per stored message, nothing of evicted ones.
 	f.store.Deliver(ctx, m.Address, keyedMessage("b"))
 	f.store.Deliver(ctx, m.Address, keyedMessage("c"))
 	assertSubjects(t, f, sess, "c,b")
 	bodies := f.prefix + ":{" + m.Tag() + "}:bodies"
-	if n, _ := f.client.Do(ctx, f.client.B().Hlen().Key(bodies).Build()).AsInt64(); n != 2*3 {
-		t.Errorf("bodies fields = %d, want 6 (2 + a delivery key for each of 2 messages)", n)
+	if n, _ := f.client.Do(ctx, f.client.B().Hlen().Key(bodies).Build()).AsInt64(); n != 2*4 {
+		t.Errorf("bodies fields = %d, want 8 (3 + a delivery key for each of 2 messages)", n)
 	}
 	if s, err := f.store.Deliver(ctx, m.Address, keyedMessage("a")); err != nil || s.Duplicate {
 		t.Fatalf("evicted key: %+v, %v; want a new copy", s, err)

@@ -28,6 +28,8 @@ type Encoded struct {
 }
 
 // encodedSummary is the shape of a summary's JSON; encodedMessage a message's.
+// The id must stay the first member: drop_message (lib.lua) reads it from
+// the start of the stored JSON.
 type encodedSummary struct {
 	ID      string `json:"id"`
 	From    string `json:"from"`

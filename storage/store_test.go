@@ -368,8 +368,8 @@ func assertBoxCounters(t *testing.T, f fixture, m storage.Mailbox, n int64) {
 	count, _ := f.client.Do(ctx, f.client.B().Hget().Key(box).Field("n").Build()).AsInt64()
 	xlen, _ := f.client.Do(ctx, f.client.B().Xlen().Key(msgs).Build()).AsInt64()
 	hlen, _ := f.client.Do(ctx, f.client.B().Hlen().Key(bodies).Build()).AsInt64()
-	if count != n || xlen != n || hlen != 2*n { // per message: its stream id and its JSON
-		t.Errorf("counter n=%d, stream len %d, bodies fields %d; want %d, %d, %d", count, xlen, hlen, n, n, 2*n)
+	if count != n || xlen != n || hlen != 3*n { // per message: its stream id, its JSON, its size
+		t.Errorf("counter n=%d, stream len %d, bodies fields %d; want %d, %d, %d", count, xlen, hlen, n, n, 3*n)
 	}
 }
 

@@ -7,7 +7,7 @@ local sid = redis.call('HGET', KEYS[3], ARGV[2])
 if not sid then return 2 end
 local e = redis.call('XRANGE', KEYS[2], sid, sid)
 if #e == 0 then
-  redis.call('HDEL', KEYS[3], ARGV[2], ARGV[2] .. ':m', ARGV[2] .. ':t', ARGV[2] .. ':h')
+  redis.call('HDEL', KEYS[3], ARGV[2], ARGV[2] .. ':m', ARGV[2] .. ':k', ARGV[2] .. ':t', ARGV[2] .. ':h')
   return 2
 end
 drop_message(sid, e[1][2])

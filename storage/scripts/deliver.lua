@@ -8,8 +8,9 @@
 --        message id, node id} the message with that delivery key is still
 --        stored, so nothing was (the reply names that one); {0, node id} no
 --        live mailbox at that address (node id: see node_id in lib.lua).
--- The stream entry is {j = summary JSON, k = "<id> <size> <key>"}; the
--- bodies hash gets <id> = stream id and <id>:m = message JSON. The delivery
+-- The stream entry is {j = summary JSON}, nothing else, so a page of the
+-- list is one value per message; the bodies hash gets <id> = stream id,
+-- <id>:m = message JSON and <id>:k = "<size> <key>" (for drop_message). The delivery
 -- key is a bodies field 'd:<key>' = message id, dropped with its message
 -- (drop_message), so the dedupe window is the stored life of the first copy.
 -- A duplicate still writes (it re-sets that field), so that a WAIT after
@@ -30,11 +31,11 @@ if key ~= '' then
   end
 end
 local id = ARGV[2]
-local sid = redis.call('XADD', KEYS[2], '*', 'j', ARGV[3], 'k', id .. ' ' .. ARGV[5] .. ' ' .. key)
+local sid = redis.call('XADD', KEYS[2], '*', 'j', ARGV[3])
 if key ~= '' then
-  redis.call('HSET', KEYS[3], id, sid, id .. ':m', ARGV[4], 'd:' .. key, id)
+  redis.call('HSET', KEYS[3], id, sid, id .. ':m', ARGV[4], id .. ':k', ARGV[5] .. ' ' .. key, 'd:' .. key, id)
 else
-  redis.call('HSET', KEYS[3], id, sid, id .. ':m', ARGV[4])
+  redis.call('HSET', KEYS[3], id, sid, id .. ':m', ARGV[4], id .. ':k', ARGV[5])
 end
 redis.call('PEXPIREAT', KEYS[2], exp)
 redis.call('PEXPIREAT', KEYS[3], exp)

@@ -45,23 +45,28 @@ local function set_expiry(ms)
 end
 
 -- drop_message removes one message (stream entry, bodies, delivery key) and
--- its accounting, and returns the bytes it counted; fields are the entry's
--- field/value list: k = "<id> <size> <key>" (see deliver.lua), or the i, z
--- and d fields of entries stored before it.
+-- its accounting, and returns the bytes it counted. fields are the entry's
+-- field/value list: j, the summary JSON, whose first member is the id (see
+-- deliver.lua; size and key are in the bodies field <id>:k), or the i, z and
+-- d fields of entries stored before the pre-encoded layout.
 local function drop_message(sid, fields)
   local id, size, key
   for i = 1, #fields, 2 do
     local f, v = fields[i], fields[i + 1]
-    if f == 'k' then id, size, key = string.match(v, '^(%S+) (%d+) ?(%S*)$')
+    if f == 'j' then id = string.match(v, '^{"id":"([^"]+)"')
     elseif f == 'i' then id = v elseif f == 'z' then size = v elseif f == 'd' then key = v end
+  end
+  if id and not size then
+    local k = redis.call('HGET', KEYS[3], id .. ':k')
+    if k then size, key = string.match(k, '^(%d+) ?(%S*)$') end
   end
   size = tonumber(size) or 0
   redis.call('XDEL', KEYS[2], sid)
   if id then
     if key and key ~= '' then
-      redis.call('HDEL', KEYS[3], id, id .. ':m', id .. ':t', id .. ':h', 'd:' .. key)
+      redis.call('HDEL', KEYS[3], id, id .. ':m', id .. ':k', id .. ':t', id .. ':h', 'd:' .. key)
     else
-      redis.call('HDEL', KEYS[3], id, id .. ':m', id .. ':t', id .. ':h')
+      redis.call('HDEL', KEYS[3], id, id .. ':m', id .. ':k', id .. ':t', id .. ':h')
     end
   end
   redis.call('HINCRBY', KEYS[1], 'n', -1)

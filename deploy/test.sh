@@ -51,12 +51,12 @@ rc=$?
 if ((rc == 0)) && [[ ${pkgs[*]} == ./... ]]; then
 	(cd deploy/check && go test -count=1 ./...) || rc=$?
 fi
-# A short fuzz run of MIME parsing, HTML sanitizing and the HTTP request
+# A short fuzz run of MIME parsing (both paths agreeing), HTML sanitizing and the HTTP request
 # path (through a real edge node on the test cluster) on every full run, so
 # new code meets fresh inputs; longer runs are for `go test -fuzz` by hand.
 # A shorter minimize time keeps the fuzzer from stalling on a new input.
 if ((rc == 0)) && [[ ${pkgs[*]} == ./... && -z ${MAYFLY_SKIP_FUZZ:-} ]]; then
-	for target in ingest:FuzzParse ingest:FuzzSanitize edge:FuzzRequest; do
+	for target in ingest:FuzzParse ingest:FuzzSimple ingest:FuzzSanitize edge:FuzzRequest; do
 		MAYFLY_TEST_REDIS_ADDRS=$addrs go test "./${target%%:*}" -run '^$' -fuzz "^${target#*:}\$" \
 			-fuzztime "${MAYFLY_FUZZTIME:-10s}" -fuzzminimizetime 5s || { rc=$?; break; }
 	done

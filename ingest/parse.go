@@ -175,8 +175,40 @@ func (p *Parser) Parse(raw []byte) (msg storage.NewMessage) {
 }
 
 // bodies returns the text and sanitized HTML bodies of raw, or why there are
-// none.
+// none. A simple message takes the simple path (simple.go), any other the
+// general one; both hand the decoded text and raw HTML to finish.
 func (p *Parser) bodies(raw []byte) (text, html string, err error) {
+	text, html, ok := p.simpleBodies(raw)
+	if !ok {
+		if text, html, err = p.mimeBodies(raw); err != nil {
+			return "", "", err
+		}
+	}
+	text, html = p.finish(text, html)
+	return text, html, nil
+}
+
+// finish sanitizes the HTML body and cleans the text body, deriving the
+// text from the sanitized HTML when the message has none.
+func (p *Parser) finish(text, html string) (string, string) {
+	if html != "" {
+		html = p.sanitizeBounded(html, p.cfg.MaxBodyBytes)
+	}
+	if text == "" && html != "" {
+		// Derived from the sanitized HTML rather than the raw one (as enmime
+		// would), so the text shows the links the HTML keeps and not the
+		// javascript: or tracking URLs it dropped.
+		var err error
+		if text, err = html2text.FromString(html); err != nil {
+			text = ""
+		}
+	}
+	return cleanText(text, p.cfg.MaxBodyBytes), html
+}
+
+// mimeBodies is the general path: the pre-scan, then enmime. It returns the
+// decoded text and raw HTML.
+func (p *Parser) mimeBodies(raw []byte) (text, html string, err error) {
 	if err := p.prescan(raw); err != nil {
 		return "", "", err
 	}
@@ -184,19 +216,7 @@ func (p *Parser) bodies(raw []byte) (text, html string, err error) {
 	if err != nil {
 		return "", "", fmt.Errorf("%w: %w", errUnparsable, err)
 	}
-	if env.HTML != "" {
-		html = p.sanitizeBounded(env.HTML, p.cfg.MaxBodyBytes)
-	}
-	text = env.Text
-	if text == "" && html != "" {
-		// Derived from the sanitized HTML rather than the raw one (as enmime
-		// would), so the text shows the links the HTML keeps and not the
-		// javascript: or tracking URLs it dropped.
-		if text, err = html2text.FromString(html); err != nil {
-			text = ""
-		}
-	}
-	return cleanText(text, p.cfg.MaxBodyBytes), html, nil
+	return env.Text, env.HTML, nil
 }
 
 // parseMediaType is enmime's media type parser, except that a US-ASCII

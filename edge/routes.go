@@ -4,10 +4,12 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/fasthttp/router"
 	"github.com/mayfly/mayfly/ratelimit"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 )
 
@@ -63,7 +65,22 @@ func (s *Server) routes() fasthttp.RequestHandler {
 // headers, the in-flight bound, the per-IP request rate, the handler, the
 // error envelope and the metrics.
 func (s *Server) wrap(route string, h handlerFunc) fasthttp.RequestHandler {
-	requests := func(status int) { s.metrics.requests.WithLabelValues(route, strconv.Itoa(status)).Inc() }
+	// The counter of each status, looked up once (WithLabelValues hashes
+	// its labels on every call).
+	var byStatus [600]atomic.Pointer[prometheus.Counter]
+	requests := func(status int) {
+		if status < 0 || status >= len(byStatus) {
+			s.metrics.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
+			return
+		}
+		c := byStatus[status].Load()
+		if c == nil {
+			counter := s.metrics.requests.WithLabelValues(route, strconv.Itoa(status))
+			c = &counter
+			byStatus[status].Store(c)
+		}
+		(*c).Inc()
+	}
 	latency := s.metrics.latency.WithLabelValues(route)
 	return func(ctx *fasthttp.RequestCtx) {
 		start := time.Now()

@@ -17,8 +17,12 @@
 -- this call covers the first copy's replication too.
 -- Evicts the oldest messages while a cap is exceeded, then publishes
 -- {"type":"message","sid":…,"summary":<summary JSON>} on the events channel.
+-- It is the one call of a delivery, so it makes as few calls of its own as
+-- it can: one read of the box, one write of its counters, and the stream and
+-- bodies expiries set only when the mailbox held no message (otherwise they
+-- exist with the mailbox's expiry already).
 local now = now_ms()
-local f = redis.call('HMGET', KEYS[1], 'a', 'e')
+local f = redis.call('HMGET', KEYS[1], 'a', 'e', 'n', 'b')
 if not f[1] or f[1] ~= ARGV[1] or tonumber(f[2]) <= now then return {0, node_id()} end
 local exp = tonumber(f[2])
 local key = ARGV[8]
@@ -37,16 +41,19 @@ if key ~= '' then
 else
   redis.call('HSET', KEYS[3], id, sid, id .. ':m', ARGV[4], id .. ':k', ARGV[5])
 end
-redis.call('PEXPIREAT', KEYS[2], exp)
-redis.call('PEXPIREAT', KEYS[3], exp)
-local n = redis.call('HINCRBY', KEYS[1], 'n', 1)
-local b = redis.call('HINCRBY', KEYS[1], 'b', tonumber(ARGV[5]))
+local n, b = (tonumber(f[3]) or 0), (tonumber(f[4]) or 0)
+if n <= 0 then
+  redis.call('PEXPIREAT', KEYS[2], exp)
+  redis.call('PEXPIREAT', KEYS[3], exp)
+end
+n, b = n + 1, b + tonumber(ARGV[5])
 local maxn, maxb = tonumber(ARGV[6]), tonumber(ARGV[7])
 while n > maxn or b > maxb do
   local old = redis.call('XRANGE', KEYS[2], '-', '+', 'COUNT', 1)
   if #old == 0 or old[1][1] == sid then break end
   n = n - 1
-  b = b - drop_message(old[1][1], old[1][2])
+  b = b - drop_message(old[1][1], old[1][2], true)
 end
+redis.call('HSET', KEYS[1], 'n', n, 'b', b)
 redis.call('SPUBLISH', KEYS[4], '{"type":"message","sid":"' .. sid .. '","summary":' .. ARGV[3] .. '}')
 return {1, sid, id, node_id()}

@@ -44,12 +44,12 @@ local function set_expiry(ms)
   for i = 1, 3 do redis.call('PEXPIREAT', KEYS[i], ms) end
 end
 
--- drop_message removes one message (stream entry, bodies, delivery key) and
--- its accounting, and returns the bytes it counted. fields are the entry's
+-- drop_message removes one message (stream entry, bodies, delivery key) and,
+-- unless uncounted, its accounting; it returns the bytes it counted. fields are the entry's
 -- field/value list: j, the summary JSON, whose first member is the id (see
 -- deliver.lua; size and key are in the bodies field <id>:k), or the i, z and
 -- d fields of entries stored before the pre-encoded layout.
-local function drop_message(sid, fields)
+local function drop_message(sid, fields, uncounted)
   local id, size, key
   for i = 1, #fields, 2 do
     local f, v = fields[i], fields[i + 1]
@@ -69,7 +69,9 @@ local function drop_message(sid, fields)
       redis.call('HDEL', KEYS[3], id, id .. ':m', id .. ':k', id .. ':t', id .. ':h')
     end
   end
-  redis.call('HINCRBY', KEYS[1], 'n', -1)
-  redis.call('HINCRBY', KEYS[1], 'b', -size)
+  if not uncounted then
+    redis.call('HINCRBY', KEYS[1], 'n', -1)
+    redis.call('HINCRBY', KEYS[1], 'b', -size)
+  end
   return size
 end

@@ -237,11 +237,13 @@ func (b *bench) scenarioAB(ctx context.Context) error {
 			if run == 0 {
 				wait = b.startProfile(b.edge, "edge-"+s.name, b.sc.httpDur-time.Second)
 			}
+			before := b.readMeter(b.edge)
 			rep, _, err := b.vegeta(ctx, attack{name: s.name, targets: s.targets, workers: 32, duration: b.sc.httpDur}, false)
 			wait()
 			if err != nil {
 				return err
 			}
+			b.budget(s.name, "", b.edge, before, rep.StatusCodes["200"], false)
 			rps, p50, p99, errs, first := httpFigures(rep, 200)
 			b.fig(s.name, "req/s", "req/s").add(rps)
 			b.fig(s.name, "p50", "ms").add(p50)
@@ -345,6 +347,7 @@ func (b *bench) scenarioD(ctx context.Context) error {
 					if run == 0 && perConn == 1 && conc == 32 && t.who == "mayfly" {
 						wait = b.startProfile(b.ingest, "ingest-D", b.sc.smtpDur-time.Second)
 					}
+					before := b.readMeter(b.ingest)
 					r, err := b.loadResult(ctx, "smtpload", []string{
 						"-addr", t.addr, "-rcpts", file, "-conns", strconv.Itoa(conc),
 						"-duration", b.sc.smtpDur.String(), "-per-conn", strconv.Itoa(perConn),
@@ -353,6 +356,9 @@ func (b *bench) scenarioD(ctx context.Context) error {
 					wait()
 					if err != nil {
 						return err
+					}
+					if t.who == "mayfly" {
+						b.budget("D", name+" ", b.ingest, before, r.Ops, true)
 					}
 					rates[i] = r.Rate
 					b.fig("D", name+" "+t.who+" msgs/s", "msgs/s").add(r.Rate)

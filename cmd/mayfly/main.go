@@ -1,6 +1,6 @@
 // Command mayfly runs a Mayfly node: `mayfly edge` serves the REST API,
 // `mayfly ingest` accepts mail over SMTP, `mayfly all` does both in one
-// process.
+// process; `mayfly inbox` is the client tool (package client/cli).
 // Configuration comes from MAYFLY_* environment variables (see config.go and
 // the README). This is the only package that reads the environment, builds
 // the Redis client, sets up logging and handles signals.
@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mayfly/mayfly/client/cli"
 	"github.com/mayfly/mayfly/edge"
 	"github.com/mayfly/mayfly/ingest"
 	"github.com/mayfly/mayfly/ratelimit"
@@ -30,6 +31,10 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "inbox" {
+		// The client tool: it handles its own signals and exit codes.
+		os.Exit(cli.Main("mayfly inbox", os.Args[2:], os.Getenv, os.Stdout, os.Stderr))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
@@ -44,8 +49,10 @@ commands:
   edge    serve the REST API (MAYFLY_HTTP_ADDR)
   ingest  accept mail over SMTP for live mailboxes (MAYFLY_SMTP_ADDR)
   all     edge and ingest in one process
+  inbox   the client tool: create an inbox, wait for mail, read it
+          (mayfly inbox --help; client/cli)
 
-Every command also serves the admin endpoints (MAYFLY_ADMIN_ADDR).
+Every node command also serves the admin endpoints (MAYFLY_ADMIN_ADDR).
 
 Configuration is read from MAYFLY_* environment variables; see README.md.
 `

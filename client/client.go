@@ -1,0 +1,486 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// Mailbox is an inbox as the API shows it.
+type Mailbox struct {
+	ID           string    `json:"id"`
+	Address      string    `json:"address"`
+	Kind         string    `json:"kind"`
+	ExpiresAt    time.Time `json:"expires_at"`
+	MaxExpiresAt time.Time `json:"max_expires_at"`
+}
+
+// MessageSummary is one item of the message list.
+type MessageSummary struct {
+	ID         string    `json:"id"`
+	From       string    `json:"from"`
+	Subject    string    `json:"subject"`
+	ReceivedAt time.Time `json:"received_at"`
+	Status     string    `json:"status"` // pending, ready or failed
+}
+
+// Message is one message with its bodies (set once Status is "ready").
+type Message struct {
+	MessageSummary
+	TextBody string `json:"text_body"`
+	HTMLBody string `json:"html_body"` // sanitized; render it isolated, never inline
+}
+
+// Page is one page of the message list.
+type Page struct {
+	Items   []MessageSummary
+	Limit   int
+	Offset  int
+	HasMore bool
+}
+
+// The message states.
+const (
+	StatusPending = "pending"
+	StatusReady   = "ready"
+	StatusFailed  = "failed"
+)
+
+// RetryPolicy bounds the retries of safe reads (see the package doc).
+type RetryPolicy struct {
+	MaxAttempts   int           // attempts in all, the first included; default 4
+	BaseDelay     time.Duration // the first backoff's cap; default 200 ms
+	MaxDelay      time.Duration // no backoff is longer; default 5 s
+	MaxRetryAfter time.Duration // a longer Retry-After is returned, not waited; default 10 s
+}
+
+func (p RetryPolicy) withDefaults() RetryPolicy {
+	if p.MaxAttempts <= 0 {
+		p.MaxAttempts = 4
+	}
+	if p.BaseDelay <= 0 {
+		p.BaseDelay = 200 * time.Millisecond
+	}
+	if p.MaxDelay <= 0 {
+		p.MaxDelay = 5 * time.Second
+	}
+	if p.MaxRetryAfter <= 0 {
+		p.MaxRetryAfter = 10 * time.Second
+	}
+	return p
+}
+
+// backoff is the wait before retry number attempt (1, 2, ...): full jitter
+// over an exponentially growing cap.
+func (p RetryPolicy) backoff(attempt int) time.Duration {
+	ceiling := p.BaseDelay << min(attempt-1, 20)
+	if ceiling <= 0 || ceiling > p.MaxDelay {
+		ceiling = p.MaxDelay
+	}
+	return rand.N(ceiling + 1)
+}
+
+// MinPollInterval is the API's floor for polling the message list.
+const MinPollInterval = 5 * time.Second
+
+// Client talks to one service. It is safe for concurrent use; each Inbox
+// made from it has a cookie jar of its own.
+type Client struct {
+	base        *url.URL
+	transport   http.RoundTripper
+	timeout     time.Duration
+	ua          string
+	log         *slog.Logger
+	retry       RetryPolicy
+	poll        time.Duration
+	openTimeout time.Duration
+	idle        time.Duration
+}
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithHTTPClient takes the transport and timeout of hc (its jar is not used:
+// every Inbox has its own).
+func WithHTTPClient(hc *http.Client) Option {
+	return func(c *Client) {
+		if hc.Transport != nil {
+			c.transport = hc.Transport
+		}
+		c.timeout = hc.Timeout
+	}
+}
+
+// WithUserAgent sets the User-Agent header.
+func WithUserAgent(ua string) Option { return func(c *Client) { c.ua = ua } }
+
+// WithLogger logs retries, reconnects and fallbacks at debug and info level
+// (never a cookie).
+func WithLogger(l *slog.Logger) Option { return func(c *Client) { c.log = l } }
+
+// WithRetry sets the retry policy of safe reads.
+func WithRetry(p RetryPolicy) Option { return func(c *Client) { c.retry = p.withDefaults() } }
+
+// WithPollInterval sets WaitForMessage's polling interval when the event
+// stream is unavailable; it is never shorter than MinPollInterval.
+func WithPollInterval(d time.Duration) Option {
+	return func(c *Client) { c.poll = max(d, MinPollInterval) }
+}
+
+// WithStreamTimeouts bounds how long opening the event stream may take
+// before it counts as unavailable (default 10 s), and how long an open
+// stream may stay silent (no event, no heartbeat) before it is reconnected
+// (default 65 s, three heartbeats of 20 s).
+func WithStreamTimeouts(open, idle time.Duration) Option {
+	return func(c *Client) {
+		if open > 0 {
+			c.openTimeout = open
+		}
+		if idle > 0 {
+			c.idle = idle
+		}
+	}
+}
+
+// New returns a Client for the API at baseURL, which includes the version
+// prefix (e.g. "http://127.0.0.1:8080/v1").
+func New(baseURL string, opts ...Option) (*Client, error) {
+	u, err := url.Parse(strings.TrimSuffix(baseURL, "/"))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("mayfly: base URL %q: want http(s)://host/v1", baseURL)
+	}
+	c := &Client{
+		base: u, transport: http.DefaultTransport, timeout: 30 * time.Second,
+		ua: "mayfly-go-client/1", log: slog.New(slog.DiscardHandler),
+		retry: RetryPolicy{}.withDefaults(), poll: MinPollInterval,
+		openTimeout: 10 * time.Second, idle: 65 * time.Second,
+	}
+	for _, o := range opts {
+		o(c)
+	}
+	return c, nil
+}
+
+// Inbox is one inbox with the cookie jar that gives access to it. It is safe
+// for concurrent use, but runs one event stream at a time.
+type Inbox struct {
+	c         *Client
+	jar       *jar
+	hc        *http.Client
+	mailbox   atomic.Pointer[Mailbox]
+	streaming atomic.Bool
+}
+
+func (c *Client) newInbox() *Inbox {
+	j := newJar(c.base)
+	return &Inbox{c: c, jar: j, hc: &http.Client{
+		Transport: c.transport, Jar: j, Timeout: c.timeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}}
+}
+
+// Mailbox returns the inbox as last seen (creation, Select, Current, Extend).
+func (in *Inbox) Mailbox() Mailbox {
+	if m := in.mailbox.Load(); m != nil {
+		return *m
+	}
+	return Mailbox{}
+}
+
+// CreateInbox creates an inbox that lives for lifetime (whole minutes, 1 to
+// 10; 0 means the service's default) and selects it in a new cookie jar. The
+// creation is never retried (see the package doc): on a creation limit the
+// error matches ErrCreationLimit and carries the wait the service asked for.
+func (c *Client) CreateInbox(ctx context.Context, lifetime time.Duration) (*Inbox, error) {
+	body := []byte("{}")
+	if lifetime > 0 {
+		minutes := int((lifetime + time.Minute - 1) / time.Minute)
+		body = []byte(`{"lifetime_minutes":` + strconv.Itoa(minutes) + `}`)
+	}
+	in := c.newInbox()
+	var out struct {
+		Mailbox Mailbox `json:"mailbox"`
+	}
+	if err := in.call(ctx, http.MethodPost, "/mailboxes", body, noRetry, &out); err != nil {
+		return nil, err
+	}
+	// The scoped cookie is <prefix>_<id without hyphens>; the prefix is the
+	// service's to choose.
+	suffix := "_" + strings.ReplaceAll(strings.ToLower(out.Mailbox.ID), "-", "")
+	found := false
+	for _, n := range in.jar.names() {
+		found = found || strings.HasSuffix(strings.ToLower(n), suffix)
+	}
+	if !found || len(suffix) != 33 {
+		return nil, fmt.Errorf("%w (mailbox %s)", ErrNoScopedCookie, out.Mailbox.ID)
+	}
+	in.mailbox.Store(&out.Mailbox)
+	if _, err := in.Select(ctx); err != nil {
+		return nil, fmt.Errorf("mayfly: select the new inbox %s: %w", out.Mailbox.ID, err)
+	}
+	return in, nil
+}
+
+// Select opens a new session on the inbox with its scoped cookie (the jar's
+// service_session cookie is replaced).
+func (in *Inbox) Select(ctx context.Context) (Mailbox, error) {
+	id := in.Mailbox().ID
+	if id == "" {
+		return Mailbox{}, errors.New("mayfly: select: the inbox has no mailbox id")
+	}
+	return in.mailboxCall(ctx, http.MethodPost, "/mailboxes/"+url.PathEscape(id)+"/select", nil, rateOnly)
+}
+
+// Current returns the selected inbox.
+func (in *Inbox) Current(ctx context.Context) (Mailbox, error) {
+	return in.mailboxCall(ctx, http.MethodGet, "/mailboxes/current", nil, safe)
+}
+
+// Extend asks for minutes (1 to 10) more and returns the expiry granted,
+// which never passes max_expires_at: the grant may be smaller, or none.
+func (in *Inbox) Extend(ctx context.Context, minutes int) (time.Time, error) {
+	m, err := in.mailboxCall(ctx, http.MethodPatch, "/mailboxes/current",
+		[]byte(`{"extension_minutes":`+strconv.Itoa(minutes)+`}`), rateOnly)
+	return m.ExpiresAt, err
+}
+
+// Delete destroys the inbox and its messages; the jar's session is cleared.
+func (in *Inbox) Delete(ctx context.Context) error {
+	return in.call(ctx, http.MethodDelete, "/mailboxes/current", nil, rateOnly, nil)
+}
+
+func (in *Inbox) mailboxCall(ctx context.Context, method, path string, body []byte, r retryKind) (Mailbox, error) {
+	var out struct {
+		Mailbox Mailbox `json:"mailbox"`
+	}
+	if err := in.call(ctx, method, path, body, r, &out); err != nil {
+		return Mailbox{}, err
+	}
+	in.mailbox.Store(&out.Mailbox)
+	return out.Mailbox, nil
+}
+
+// List returns one page of messages, newest first.
+func (in *Inbox) List(ctx context.Context, limit, offset int) (Page, error) {
+	var out struct {
+		Items      []MessageSummary `json:"items"`
+		Pagination struct {
+			Limit   int  `json:"limit"`
+			Offset  int  `json:"offset"`
+			HasMore bool `json:"has_more"`
+		} `json:"pagination"`
+	}
+	q := url.Values{"limit": {strconv.Itoa(limit)}, "offset": {strconv.Itoa(offset)}}
+	if err := in.call(ctx, http.MethodGet, "/messages?"+q.Encode(), nil, safe, &out); err != nil {
+		return Page{}, err
+	}
+	return Page{Items: out.Items, Limit: out.Pagination.Limit, Offset: out.Pagination.Offset, HasMore: out.Pagination.HasMore}, nil
+}
+
+// All iterates over every message, newest first, pageSize at a time
+// (1 to 100), advancing the offset by the page size while has_more is set.
+// It stops at the first error, which it yields.
+func (in *Inbox) All(ctx context.Context, pageSize int) iter.Seq2[MessageSummary, error] {
+	return func(yield func(MessageSummary, error) bool) {
+		for offset := 0; ; offset += pageSize {
+			p, err := in.List(ctx, pageSize, offset)
+			if err != nil {
+				yield(MessageSummary{}, err)
+				return
+			}
+			for _, m := range p.Items {
+				if !yield(m, nil) {
+					return
+				}
+			}
+			if !p.HasMore || len(p.Items) == 0 {
+				return
+			}
+		}
+	}
+}
+
+// Message returns one message with its bodies.
+func (in *Inbox) Message(ctx context.Context, id string) (Message, error) {
+	var out struct {
+		Message Message `json:"message"`
+	}
+	err := in.call(ctx, http.MethodGet, "/messages/"+url.PathEscape(id), nil, safe, &out)
+	return out.Message, err
+}
+
+// DeleteMessage deletes one message.
+func (in *Inbox) DeleteMessage(ctx context.Context, id string) error {
+	return in.call(ctx, http.MethodDelete, "/messages/"+url.PathEscape(id), nil, rateOnly, nil)
+}
+
+// retryKind says what a call may retry.
+type retryKind int
+
+const (
+	noRetry  retryKind = iota // POST /mailboxes: never
+	rateOnly                  // refused by the request rate before anything happened
+	safe                      // GET: also 500 and 503, with backoff
+)
+
+// call runs one API call with the retries kind allows and decodes the data
+// envelope into out.
+func (in *Inbox) call(ctx context.Context, method, path string, body []byte, kind retryKind, out any) error {
+	p := in.c.retry
+	for attempt := 1; ; attempt++ {
+		resp, err := in.send(ctx, method, path, body, "application/json")
+		if err != nil {
+			return err // a transport error is never retried (nothing more than the API allows)
+		}
+		err = decode(resp, out)
+		var apiErr *Error
+		if !errors.As(err, &apiErr) || attempt >= p.MaxAttempts {
+			return err
+		}
+		var wait time.Duration
+		switch {
+		case apiErr.Status == http.StatusTooManyRequests && kind != noRetry && apiErr.RetryAfter > 0 &&
+			apiErr.RetryAfter <= p.MaxRetryAfter && !errors.Is(apiErr, ErrCreationLimit):
+			wait = apiErr.RetryAfter
+		case (apiErr.Status == http.StatusInternalServerError || apiErr.Status == http.StatusServiceUnavailable) && kind == safe:
+			wait = p.backoff(attempt)
+			if apiErr.RetryAfter > wait && apiErr.RetryAfter <= p.MaxRetryAfter {
+				wait = apiErr.RetryAfter
+			}
+		default:
+			return err
+		}
+		in.c.log.Debug("mayfly: retrying", "method", method, "path", redactPath(path), "status", apiErr.Status,
+			"code", apiErr.Code, "attempt", attempt, "wait", wait)
+		if err := sleep(ctx, wait); err != nil {
+			return err
+		}
+	}
+}
+
+// send makes one request with the inbox's jar.
+func (in *Inbox) send(ctx context.Context, method, path string, body []byte, accept string) (*http.Response, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, in.c.base.String()+path, rd)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", accept)
+	req.Header.Set("User-Agent", in.c.ua)
+	resp, err := in.hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("mayfly: %s %s: %w", method, redactPath(path), err)
+	}
+	return resp, nil
+}
+
+// decode reads a response: the data envelope of a success into out, or the
+// error envelope into an *Error.
+func decode(resp *http.Response, out any) error {
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return fmt.Errorf("mayfly: reading the answer: %w", err)
+	}
+	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		if out == nil || resp.StatusCode == http.StatusNoContent {
+			return nil
+		}
+		var env struct {
+			Data json.RawMessage `json:"data"`
+		}
+		if err := json.Unmarshal(raw, &env); err != nil || len(env.Data) == 0 {
+			return fmt.Errorf("mayfly: answer %d without a data envelope: %v", resp.StatusCode, err)
+		}
+		if err := json.Unmarshal(env.Data, out); err != nil {
+			return fmt.Errorf("mayfly: answer %d: %w", resp.StatusCode, err)
+		}
+		return nil
+	}
+	e := &Error{Status: resp.StatusCode, RetryAfter: retryAfter(resp.Header, time.Now()), RequestID: resp.Header.Get("X-Request-ID")}
+	var env struct {
+		Error struct {
+			Code    string         `json:"code"`
+			Message string         `json:"message"`
+			Details map[string]any `json:"details"`
+		} `json:"error"`
+		RequestID string `json:"request_id"`
+	}
+	if json.Unmarshal(raw, &env) == nil {
+		e.Code, e.Message, e.Details = env.Error.Code, env.Error.Message, env.Error.Details
+		if env.RequestID != "" {
+			e.RequestID = env.RequestID
+		}
+	}
+	return e
+}
+
+// redactPath keeps logs free of anything but the route's shape.
+func redactPath(p string) string {
+	p, _, _ = strings.Cut(p, "?")
+	return p
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// SavedCookie is a cookie of a saved inbox.
+type SavedCookie struct {
+	Name    string    `json:"name"`
+	Value   string    `json:"value"`
+	Path    string    `json:"path"`
+	Expires time.Time `json:"expires,omitzero"`
+	Secure  bool      `json:"secure,omitempty"`
+}
+
+// State is what Restore needs to take an inbox up again in another process:
+// the service, the mailbox and the jar's cookies. It holds secrets: keep it
+// where only its owner can read it, never in logs.
+type State struct {
+	Base    string        `json:"base"`
+	Mailbox Mailbox       `json:"mailbox"`
+	Cookies []SavedCookie `json:"cookies"`
+}
+
+// State returns the inbox's state for Restore.
+func (in *Inbox) State() State {
+	return State{Base: in.c.base.String(), Mailbox: in.Mailbox(), Cookies: in.jar.saved()}
+}
+
+// Restore takes up an inbox saved with State. It makes no request.
+func (c *Client) Restore(st State) (*Inbox, error) {
+	if strings.TrimSuffix(st.Base, "/") != c.base.String() {
+		return nil, fmt.Errorf("mayfly: the inbox belongs to %s, not %s", st.Base, c.base)
+	}
+	in := c.newInbox()
+	in.jar.restore(st.Cookies)
+	m := st.Mailbox
+	in.mailbox.Store(&m)
+	return in, nil
+}

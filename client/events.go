@@ -13,7 +13,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -65,6 +64,7 @@ type follower struct {
 	in       *Inbox
 	seen     map[string]bool // messages yielded (or present before Events began)
 	fallback bool            // give up (errOpen) when the stream cannot be opened twice in a row
+	lastList time.Time       // when the message list was last read
 }
 
 // errStop: the consumer stopped.
@@ -76,8 +76,18 @@ var errStop = errors.New("stopped")
 // existing is set, and only marked seen otherwise.
 func (f *follower) run(ctx context.Context, existing bool, emit func(Event) bool) error {
 	in := f.in
+	if !existing {
+		// What is there before the stream opens is not new: mark it seen.
+		// What arrives between this list and the stream's opening is found
+		// by the list that follows the opening.
+		if err := f.catchUp(ctx, false, emit); err != nil {
+			if isGone(err) {
+				return gone{err}
+			}
+			return err
+		}
+	}
 	failures := 0
-	first := true
 	for attempt := 0; ; attempt++ {
 		opened := time.Now()
 		resp, err := in.openStream(ctx)
@@ -85,12 +95,10 @@ func (f *follower) run(ctx context.Context, existing bool, emit func(Event) bool
 			failures = 0
 			// The stream is open: anything that arrives from now on comes
 			// as an event, so the list now covers everything before it.
-			missedOK := !first || existing
-			if err = f.catchUp(ctx, missedOK, emit); err == nil {
+			if err = f.catchUp(ctx, true, emit); err == nil {
 				err = f.read(ctx, resp, emit)
 			}
 			resp.Body.Close()
-			first = false
 			if errors.Is(err, errStop) {
 				return nil
 			}
@@ -191,7 +199,8 @@ func (f *follower) catchUp(ctx context.Context, emitNew bool, emit func(Event) b
 			unseen = append(unseen, m)
 		}
 	}
-	slices.Reverse(unseen) // the list is newest first
+	f.lastList = time.Now() // after the answer: the next poll is ≥ the interval after it on the server too
+	slices.Reverse(unseen)  // the list is newest first
 	for _, m := range unseen {
 		f.seen[m.ID] = true
 		if emitNew && !emit(Event{Type: EventMessageReceived, Message: m, Missed: true}) {
@@ -280,13 +289,10 @@ func (in *Inbox) WaitForMessage(ctx context.Context, m Match) (Message, error) {
 	}
 	defer in.streaming.Store(false)
 	var found *MessageSummary
-	var mu sync.Mutex
 	pick := func(ev Event) bool {
 		if ev.Message.Status == StatusFailed || !m.matches(ev.Message) {
 			return true
 		}
-		mu.Lock()
-		defer mu.Unlock()
 		found = &ev.Message
 		return false
 	}
@@ -297,7 +303,9 @@ func (in *Inbox) WaitForMessage(ctx context.Context, m Match) (Message, error) {
 		in.c.log.Info("mayfly: event stream unavailable; polling the message list", "every", in.c.poll, "err", err)
 		err = nil
 		for found == nil && err == nil {
-			if err = sleep(ctx, in.c.poll); err == nil {
+			// The first poll at once, unless a list was read less than
+			// the interval ago; then one every interval.
+			if err = sleep(ctx, in.c.poll-time.Since(f.lastList)); err == nil {
 				if err = f.catchUp(ctx, true, pick); errors.Is(err, errStop) {
 					err = nil
 				}

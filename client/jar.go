@@ -98,13 +98,6 @@ func (j *jar) restore(cs []SavedCookie) {
 	}
 }
 
-func (j *jar) has(name string) bool {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	_, ok := j.all[name]
-	return ok
-}
-
 // names lists the cookie names held.
 func (j *jar) names() []string {
 	j.mu.Lock()

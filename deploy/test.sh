@@ -46,6 +46,12 @@ set +e
 # shellcheck disable=SC2086 # GOTESTFLAGS is a list of flags
 MAYFLY_TEST_REDIS_ADDRS=$addrs go test -race -count=1 -timeout 8m ${GOTESTFLAGS:-} "${pkgs[@]}"
 rc=$?
+# The client's own module (standard library only: no server dependency), its
+# fault-injection tests and examples; its tests against the real service are
+# in cmd/mayfly.
+if ((rc == 0)) && [[ ${pkgs[*]} == ./... ]]; then
+	(cd client && go test -race -count=1 ./...) || rc=$?
+fi
 # The deploy artifacts' own module (Kubernetes types, buildkit's Dockerfile
 # parser: kept out of Mayfly's go.mod) on every full run.
 if ((rc == 0)) && [[ ${pkgs[*]} == ./... ]]; then

@@ -100,6 +100,14 @@ func (t *tool) run(ctx context.Context, args []string) int {
 		return ExitUsage
 	}
 	cmd, rest := top.Arg(0), top.Args()[1:]
+	switch cmd {
+	case "new", "show", "list", "read", "wait", "extend", "delete", "events":
+	case "help":
+		fmt.Fprintf(t.out, usage, t.prog)
+		return ExitOK
+	default:
+		return t.usage("unknown command " + cmd)
+	}
 	fs := t.flags(cmd)
 	var (
 		asJSON   = fs.Bool("json", false, "print JSON")
@@ -155,9 +163,11 @@ func (t *tool) run(ctx context.Context, args []string) int {
 	}
 	code := t.command(ctx, cmd, positional, in, cmdFlags{asJSON: *asJSON, limit: *limit, html: *html,
 		subject: *subject, from: *from, timeout: *timeout, minutes: *minutes})
-	if cmd != "delete" || code != ExitOK {
-		// The service may have changed a cookie (select, a cleared session).
-		if err := saveJar(t.jar, in.State()); err != nil && code == ExitOK {
+	if cmd != "delete" && (code == ExitOK || code == ExitTimeout) {
+		// The service may have changed a cookie. A command that found the
+		// inbox gone leaves the jar alone (another invocation may have
+		// deleted it meanwhile).
+		if err := saveJar(t.jar, in.State()); err != nil {
 			return t.fail(err)
 		}
 	}

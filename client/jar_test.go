@@ -1,0 +1,61 @@
+package client
+
+import (
+	"net/http"
+	"net/url"
+	"testing"
+	"time"
+)
+
+// TestJar pins the cookie rules the jar implements: one host, path match,
+// Secure only over https, Max-Age and Expires, and a save/restore round trip.
+func TestJar(t *testing.T) {
+	base, _ := url.Parse("http://api.example:8080/v1")
+	j := newJar(base)
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	j.now = func() time.Time { return now }
+	u := func(s string) *url.URL { p, _ := url.Parse(s); return p }
+	j.SetCookies(u("http://api.example:8080/v1/mailboxes"), []*http.Cookie{
+		{Name: "service_session", Value: "s", Path: "/v1"},
+		{Name: "p_abc", Value: "scoped", Path: "/v1", Expires: now.Add(time.Hour)},
+		{Name: "secure", Value: "x", Path: "/v1", Secure: true},
+		{Name: "other_path", Value: "x", Path: "/v2"},
+		{Name: "dead", Value: "x", Path: "/v1", Expires: now.Add(-time.Second)},
+	})
+	j.SetCookies(u("http://elsewhere.example/v1"), []*http.Cookie{{Name: "foreign", Value: "x", Path: "/"}})
+	names := func(cs []*http.Cookie) map[string]bool {
+		m := map[string]bool{}
+		for _, c := range cs {
+			m[c.Name] = true
+		}
+		return m
+	}
+	got := names(j.Cookies(u("http://api.example:8080/v1/messages")))
+	if !got["service_session"] || !got["p_abc"] || got["secure"] || got["other_path"] || got["dead"] || got["foreign"] || len(got) != 2 {
+		t.Fatalf("cookies for /v1/messages over http: %v", got)
+	}
+	if got := names(j.Cookies(u("https://api.example/v1/x"))); !got["secure"] {
+		t.Errorf("https: %v, want the Secure cookie too", got)
+	}
+	if got := j.Cookies(u("http://api.example:8080/v10")); len(got) != 0 {
+		t.Errorf("/v10 matched path /v1: %v", got)
+	}
+	if got := j.Cookies(u("http://elsewhere.example/v1")); len(got) != 0 {
+		t.Errorf("another host: %v", got)
+	}
+	// Max-Age=0 (as DELETE /mailboxes/current sends) clears the session.
+	j.SetCookies(u("http://api.example:8080/v1/mailboxes/current"), []*http.Cookie{{Name: "service_session", MaxAge: -1}})
+	if names(j.Cookies(u("http://api.example:8080/v1/messages")))["service_session"] {
+		t.Error("the session survived Max-Age=0")
+	}
+	saved := j.saved()
+	k := newJar(base)
+	k.restore(saved)
+	if got := names(k.Cookies(u("http://api.example:8080/v1/messages"))); !got["p_abc"] || len(got) != 1 {
+		t.Errorf("restored jar: %v", got)
+	}
+	now = now.Add(2 * time.Hour)
+	if got := j.Cookies(u("http://api.example:8080/v1/messages")); len(got) != 0 {
+		t.Errorf("after the expiry: %v", got)
+	}
+}

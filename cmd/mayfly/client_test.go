@@ -1,0 +1,361 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/smtp"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mayfly/mayfly/client"
+	"github.com/mayfly/mayfly/client/cli"
+	"github.com/mayfly/mayfly/storage/storagetest"
+)
+
+// service runs `mayfly all` on :0 ports against the test cluster, as
+// TestRunAll does, and returns its API base URL, its SMTP address and its
+// key prefix; it stops with the test.
+func service(t *testing.T) (api, smtpAddr, prefix string) {
+	t.Helper()
+	prefix = storagetest.Prefix(t)
+	env := map[string]string{
+		"MAYFLY_REDIS_ADDRS":   strings.Join(storagetest.Addrs(t), ","),
+		"MAYFLY_REDIS_PREFIX":  prefix,
+		"MAYFLY_HTTP_ADDR":     "127.0.0.1:0",
+		"MAYFLY_SMTP_ADDR":     "127.0.0.1:0",
+		"MAYFLY_ADMIN_ADDR":    "127.0.0.1:0",
+		"MAYFLY_COOKIE_SECURE": "false",
+		"MAYFLY_DOMAINS":       "mayfly.test",
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	logs, logw := io.Pipe()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		run(ctx, []string{"all"}, func(k string) string { return env[k] }, io.Discard, logw)
+		logw.Close()
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	addrs := listeningAddrs(t, logs, "http", "smtp")
+	return "http://" + addrs["http"] + "/v1", addrs["smtp"], prefix
+}
+
+// send delivers messages over one SMTP connection, one transaction each.
+func send(t *testing.T, addr, to string, subjects ...string) {
+	t.Helper()
+	c, err := smtp.Dial(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, s := range subjects {
+		if err := c.Mail("shop@example.com"); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Rcpt(to); err != nil {
+			t.Fatal(err)
+		}
+		w, err := c.Data()
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(w, "From: Shop <shop@example.com>\r\nSubject: %s\r\nMessage-ID: <%d@example.com>\r\n\r\nBody of %s.\r\n", s, time.Now().UnixNano(), s)
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Quit()
+}
+
+// TestClientAgainstService drives every call of the Go client against the
+// real service: creation and selection, extension up to max_expires_at,
+// the pager over more messages than a mailbox keeps, one message, deletion.
+func TestClientAgainstService(t *testing.T) {
+	t.Parallel()
+	api, smtpAddr, _ := service(t)
+	c, err := client.New(api)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	in, err := c.CreateInbox(ctx, 3*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mb := in.Mailbox()
+	if !strings.HasSuffix(mb.Address, "@mayfly.test") || mb.Kind != "temporary" ||
+		mb.MaxExpiresAt.Sub(mb.ExpiresAt) != 57*time.Minute {
+		t.Fatalf("created %+v, want a 3-minute inbox of 60", mb)
+	}
+	if cur, err := in.Current(ctx); err != nil || cur.ID != mb.ID {
+		t.Fatalf("Current: %+v, %v", cur, err)
+	}
+	if again, err := in.Select(ctx); err != nil || again.ID != mb.ID {
+		t.Fatalf("Select: %+v, %v", again, err)
+	}
+	// Extensions add up to max_expires_at and stop there.
+	var exp time.Time
+	for range 7 {
+		if exp, err = in.Extend(ctx, 10); err != nil {
+			t.Fatal(err)
+		}
+		if exp.After(mb.MaxExpiresAt) {
+			t.Fatalf("Extend granted %v, past max_expires_at %v", exp, mb.MaxExpiresAt)
+		}
+	}
+	if !exp.Equal(mb.MaxExpiresAt) {
+		t.Fatalf("after 70 minutes asked: %v, want capped at %v", exp, mb.MaxExpiresAt)
+	}
+
+	// 105 messages: the mailbox keeps its newest 100, and the pager walks
+	// them all in pages of 7, newest first, each once.
+	var subjects []string
+	for i := range 105 {
+		subjects = append(subjects, fmt.Sprintf("m%03d", i))
+	}
+	send(t, smtpAddr, mb.Address, subjects...)
+	var got []client.MessageSummary
+	for m, err := range in.All(ctx, 7) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, m)
+	}
+	if len(got) != 100 || got[0].Subject != "m104" || got[99].Subject != "m005" {
+		t.Fatalf("pager gave %d messages (%v … %v), want m104 … m005", len(got), first(got), last(got))
+	}
+	seen := map[string]bool{}
+	for _, m := range got {
+		if seen[m.ID] || m.Status != client.StatusReady {
+			t.Fatalf("message %+v repeated or not ready", m)
+		}
+		seen[m.ID] = true
+	}
+	page, err := in.List(ctx, 100, 95)
+	if err != nil || len(page.Items) != 5 || page.HasMore || page.Offset != 95 {
+		t.Fatalf("List(100, 95): %d items, has_more %v, %v", len(page.Items), page.HasMore, err)
+	}
+	msg, err := in.Message(ctx, got[0].ID)
+	if err != nil || msg.Subject != "m104" || !strings.Contains(msg.TextBody, "Body of m104.") {
+		t.Fatalf("Message: %+v, %v", msg, err)
+	}
+	if err := in.DeleteMessage(ctx, got[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := in.Message(ctx, got[0].ID); !errors.Is(err, client.ErrMessageNotFound) {
+		t.Fatalf("Message after DeleteMessage: %v, want ErrMessageNotFound", err)
+	}
+	// Another jar cannot read this inbox: its session is its own.
+	other, err := c.CreateInbox(ctx, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Message(ctx, got[1].ID); !errors.Is(err, client.ErrMessageNotFound) {
+		t.Fatalf("another inbox's message: %v, want ErrMessageNotFound", err)
+	}
+	if err := in.Delete(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := in.Current(ctx); !errors.Is(err, client.ErrSessionInvalid) && !errors.Is(err, client.ErrSessionRequired) {
+		t.Fatalf("Current after Delete: %v, want a 401", err)
+	}
+	for _, err := range in.Events(ctx) {
+		if !errors.Is(err, client.ErrInboxGone) {
+			t.Fatalf("Events of a deleted inbox: %v, want ErrInboxGone", err)
+		}
+		break
+	}
+}
+
+func first(ms []client.MessageSummary) string {
+	if len(ms) == 0 {
+		return "none"
+	}
+	return ms[0].Subject
+}
+
+func last(ms []client.MessageSummary) string {
+	if len(ms) == 0 {
+		return "none"
+	}
+	return ms[len(ms)-1].Subject
+}
+
+// TestClientWaitForMessage: a message that arrived before the call, one that
+// arrives while it sets up, and one that arrives while it waits are each
+// found, over real SMTP.
+func TestClientWaitForMessage(t *testing.T) {
+	t.Parallel()
+	api, smtpAddr, _ := service(t)
+	c, _ := client.New(api)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	in, err := c.CreateInbox(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := in.Mailbox().Address
+	send(t, smtpAddr, addr, "Welcome", "Your code 111111")
+	start := time.Now()
+	msg, err := in.WaitForMessage(ctx, client.Match{Subject: regexp.MustCompile(`code \d{6}`)})
+	if err != nil || msg.Subject != "Your code 111111" || msg.Status != client.StatusReady {
+		t.Fatalf("before the call: %+v, %v", msg, err)
+	}
+	t.Logf("found a message already there in %v", time.Since(start))
+
+	for _, delay := range []time.Duration{0, 1500 * time.Millisecond} {
+		subject := fmt.Sprintf("Your code %06d", delay.Milliseconds())
+		go func() {
+			time.Sleep(delay)
+			send(t, smtpAddr, addr, "noise", subject)
+		}()
+		start := time.Now()
+		msg, err := in.WaitForMessage(ctx, client.Match{Subject: regexp.MustCompile(regexp.QuoteMeta(subject))})
+		if err != nil || msg.Subject != subject || !strings.Contains(msg.TextBody, "Body of "+subject) {
+			t.Fatalf("sent %v after the call: %+v, %v", delay, msg, err)
+		}
+		t.Logf("sent %v after the call: found in %v", delay, time.Since(start))
+	}
+}
+
+// TestClientInboxExpiry: an inbox that expires ends its event stream with
+// ErrInboxGone. The inbox is made to expire in 2 s by moving its expiry in
+// Redis (a real one would take a minute).
+func TestClientInboxExpiry(t *testing.T) {
+	t.Parallel()
+	api, _, prefix := service(t)
+	c, _ := client.New(api)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	in, err := c.CreateInbox(ctx, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := storagetest.Client(t)
+	tag := strings.ToLower(strings.SplitN(in.Mailbox().Address, "@", 2)[0])
+	at := time.Now().Add(2 * time.Second).UnixMilli()
+	box := prefix + ":{" + tag + "}:box"
+	if err := rc.Do(ctx, rc.B().Hset().Key(box).FieldValue().FieldValue("e", fmt.Sprint(at)).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"box", "msgs", "bodies"} {
+		if err := rc.Do(ctx, rc.B().Pexpireat().Key(prefix+":{"+tag+"}:"+k).MillisecondsTimestamp(at).Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	var end error
+	for _, err := range in.Events(ctx) {
+		if err != nil {
+			end = err
+			break
+		}
+	}
+	if !errors.Is(end, client.ErrInboxGone) {
+		t.Fatalf("Events ended with %v, want ErrInboxGone", end)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("the stream of an inbox expiring in 2 s ended after %v", took)
+	}
+	if _, err := in.Current(ctx); !errors.Is(err, client.ErrSessionInvalid) {
+		t.Fatalf("Current after expiry: %v, want ErrSessionInvalid", err)
+	}
+}
+
+// TestCLI runs `mayfly inbox` against the real service: the README's
+// example, every command, the jar's mode and the exit codes.
+func TestCLI(t *testing.T) {
+	t.Parallel()
+	api, smtpAddr, _ := service(t)
+	state := t.TempDir()
+	env := map[string]string{"MAYFLY_URL": api, "XDG_STATE_HOME": state}
+	var mu sync.Mutex
+	var printed bytes.Buffer // everything the tool printed, to look for secrets
+	mayfly := func(args ...string) (string, int) {
+		t.Helper()
+		var out, errw bytes.Buffer
+		code := cli.Main("mayfly inbox", args, func(k string) string { return env[k] }, &out, &errw)
+		mu.Lock()
+		printed.Write(out.Bytes())
+		printed.Write(errw.Bytes())
+		mu.Unlock()
+		return strings.TrimSpace(out.String()), code
+	}
+	addr, code := mayfly("new")
+	if code != cli.ExitOK || !strings.HasSuffix(addr, "@mayfly.test") {
+		t.Fatalf("new: %q, exit %d", addr, code)
+	}
+	jar := filepath.Join(state, "mayfly", "jar.json")
+	fi, err := os.Stat(jar)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("jar %s: %v, mode %v; want 0600", jar, err, fi)
+	}
+	send(t, smtpAddr, addr, "Welcome")
+	go func() {
+		time.Sleep(500 * time.Millisecond)
+		send(t, smtpAddr, addr, "Your code 424242")
+	}()
+	out, code := mayfly("wait", "--subject", "Your code", "--timeout", "20s")
+	if code != cli.ExitOK || !strings.Contains(out, "Subject: Your code 424242") || !strings.Contains(out, "Body of Your code 424242.") {
+		t.Fatalf("wait: exit %d:\n%s", code, out)
+	}
+	if _, code := mayfly("wait", "--subject", "never", "--timeout", "1s"); code != cli.ExitTimeout {
+		t.Fatalf("wait for nothing: exit %d, want %d", code, cli.ExitTimeout)
+	}
+	out, code = mayfly("list")
+	lines := strings.Split(out, "\n")
+	if code != cli.ExitOK || len(lines) != 2 || !strings.Contains(lines[0], "Your code 424242") {
+		t.Fatalf("list: exit %d:\n%s", code, out)
+	}
+	id := strings.Fields(lines[1])[0]
+	if out, code = mayfly("read", id, "--html"); code != cli.ExitOK || !strings.Contains(out, "Subject: Welcome") {
+		t.Fatalf("read --html: exit %d:\n%s", code, out)
+	}
+	if out, code = mayfly("extend", "--minutes", "5"); code != cli.ExitOK || !strings.HasPrefix(out, "20") {
+		t.Fatalf("extend: exit %d: %s", code, out)
+	}
+	events := make(chan string, 1)
+	go func() {
+		out, code := mayfly("events")
+		events <- fmt.Sprintf("%d %s", code, out)
+	}()
+	time.Sleep(time.Second) // the stream is open
+	send(t, smtpAddr, addr, "streamed")
+	time.Sleep(500 * time.Millisecond)
+	if _, code := mayfly("delete"); code != cli.ExitOK {
+		t.Fatalf("delete: exit %d", code)
+	}
+	select {
+	case got := <-events:
+		if !strings.HasPrefix(got, fmt.Sprint(cli.ExitGone)) || !strings.Contains(got, `"subject":"streamed"`) {
+			t.Fatalf("events: %s", got)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("events did not end after the inbox was deleted")
+	}
+	if _, err := os.Stat(jar); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("jar after delete: %v, want removed", err)
+	}
+	if _, code := mayfly("list"); code != cli.ExitGone {
+		t.Errorf("list without an inbox: exit %d, want %d", code, cli.ExitGone)
+	}
+	if _, code := mayfly("frobnicate"); code != cli.ExitUsage {
+		t.Errorf("unknown command: exit %d, want %d", code, cli.ExitUsage)
+	}
+	// No cookie value ever reached the output: they are base64url secrets
+	// of 43 characters after the tag and a dot.
+	mu.Lock()
+	defer mu.Unlock()
+	if m := regexp.MustCompile(`[a-z0-9]{20}\.[A-Za-z0-9_-]{43}`).Find(printed.Bytes()); m != nil {
+		t.Errorf("the tool printed a cookie value: %s", m)
+	}
+}

@@ -712,6 +712,29 @@ func BenchmarkParse(b *testing.B) {
 	}
 }
 
+// BenchmarkParseD is scenario D's message (bench/internal/load): a 2 KiB
+// multipart/alternative that takes the simple path, and the same message
+// through the general path (pre-scan and enmime) for comparison.
+func BenchmarkParseD(b *testing.B) {
+	p := NewParser(ParserConfig{})
+	raw := loadMessage()
+	b.Run("simple", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			p.Parse(raw)
+		}
+	})
+	b.Run("general", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if t, h, err := p.mimeBodies(raw); err == nil {
+				p.finish(t, h)
+			}
+			p.headerFields(raw)
+		}
+	})
+}
+
 func BenchmarkParseBomb(b *testing.B) {
 	p := NewParser(ParserConfig{})
 	for _, bomb := range bombs {

@@ -21,7 +21,10 @@ import (
 //     over the run, divided likewise: commands, Lua and the network work for
 //     them;
 //   - parse (D): the ingest node's parse stage (MIME and HTML sanitizing,
-//     mayfly_smtp_stage_duration_seconds{stage="parse"}) per message.
+//     mayfly_smtp_stage_duration_seconds{stage="parse"}) per message. It is
+//     wall time: with more connections than cores it counts the waits for a
+//     core too, so its budget is judged at one connection (c=1), and
+//     `go test -bench BenchmarkParse ./ingest` gives the CPU cost alone.
 
 // meter is a reading taken before a run.
 type meter struct {
@@ -39,13 +42,13 @@ func (b *bench) readMeter(p *proc) meter {
 
 // budget records the per-operation figures of a run of ops operations
 // started at before.
-// The budgets of issue 11 (bench/README.md): per GET /messages of A, and
-// per message of D at one message per connection and 32 connections.
+// The budgets of bench/README.md: per GET /messages of A, and per message of
+// D at one message per connection.
 var budgets = map[string]float64{
 	"A node CPU per op":                      45,
 	"A Redis CPU per op":                     15,
 	"D 1/conn c=32 Redis CPU per op":         50,
-	"D 1/conn c=32 parse + sanitize per msg": 60,
+	"D 1/conn c=1 parse + sanitize per msg":  60,
 }
 
 // budget records the per-operation figures of a run of ops operations

@@ -96,6 +96,11 @@ Quick start (copy-paste; <id> and <address> come from the first reply):
   swaks --server $smtp_addr --to <address> --from test@example.org --header 'Subject: hello' --body 'your code is 123456'
   curl -s -N -c jar -b jar http://$http_addr/v1/events
 
+Or with the client tool (another terminal):
+  addr=\$(bin/mayfly inbox --base http://$http_addr/v1 new)
+  swaks --server $smtp_addr --to "\$addr" --header 'Subject: Your code' --body 'your code is 123456'
+  bin/mayfly inbox --base http://$http_addr/v1 wait --subject 'Your code' --timeout 60s
+
 Ctrl-C stops Mayfly and its Redis.
 
 EOF

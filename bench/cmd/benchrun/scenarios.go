@@ -249,9 +249,12 @@ func (b *bench) scenarioAB(ctx context.Context) error {
 			b.fig(s.name, "p50", "ms").add(p50)
 			p := b.fig(s.name, "p99", "ms")
 			r := b.fig(s.name, "ratio to hello req/s", "×")
-			if s.name == "A" {
+			switch s.name {
+			case "A":
 				p.atMost(10)
 				r.atLeast(0.5)
+			case "B":
+				r.atLeast(0.25)
 			}
 			p.add(p99)
 			r.add(rps / hrps)

@@ -45,10 +45,10 @@ func (b *bench) readMeter(p *proc) meter {
 // The budgets of bench/README.md: per GET /messages of A, and per message of
 // D at one message per connection.
 var budgets = map[string]float64{
-	"A node CPU per op":                      45,
-	"A Redis CPU per op":                     15,
-	"D 1/conn c=32 Redis CPU per op":         50,
-	"D 1/conn c=1 parse + sanitize per msg":  60,
+	"A node CPU per op":                     45,
+	"A Redis CPU per op":                    15,
+	"D 1/conn c=32 Redis CPU per op":        50,
+	"D 1/conn c=1 parse + sanitize per msg": 60,
 }
 
 // budget records the per-operation figures of a run of ops operations

@@ -92,7 +92,6 @@ func (f *follower) run(ctx context.Context, existing bool, emit func(Event) bool
 		opened := time.Now()
 		resp, err := in.openStream(ctx)
 		if err == nil {
-			failures = 0
 			// The stream is open: anything that arrives from now on comes
 			// as an event, so the list now covers everything before it.
 			if err = f.catchUp(ctx, true, emit); err == nil {
@@ -115,6 +114,8 @@ func (f *follower) run(ctx context.Context, existing bool, emit func(Event) bool
 			if failures >= 2 && f.fallback {
 				return err
 			}
+		} else {
+			failures = 0 // it opened and was heard
 		}
 		// The stream ended or broke while the inbox may live: is it alive?
 		if _, cerr := in.Current(ctx); isGone(cerr) {
@@ -212,13 +213,22 @@ func (f *follower) catchUp(ctx context.Context, emitNew bool, emit func(Event) b
 
 // read follows an open stream until it ends (io.EOF), breaks, stays silent
 // past the idle timeout, or emit stops it (errStop).
-func (f *follower) read(ctx context.Context, resp *http.Response, emit func(Event) bool) error {
+func (f *follower) read(ctx context.Context, resp *http.Response, emit func(Event) bool) (err error) {
 	idle := time.AfterFunc(f.in.c.idle, func() { resp.Body.Close() })
 	defer idle.Stop()
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 4096), 1<<20)
 	var event, data strings.Builder
+	heard := false
+	defer func() {
+		if !heard && ctx.Err() == nil {
+			// Not one line, not even the heartbeat, in the idle timeout: a
+			// stream that opens but never sends counts as unavailable.
+			err = errOpen{errors.New("the stream sent nothing")}
+		}
+	}()
 	for sc.Scan() {
+		heard = true
 		idle.Reset(f.in.c.idle)
 		line := sc.Text()
 		if line == "" { // dispatch

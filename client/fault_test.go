@@ -435,6 +435,39 @@ func TestWaitPollsWhenStreamSilent(t *testing.T) {
 	}
 }
 
+// TestWaitPollsWhenStreamMute: a stream that answers 200 but never sends a
+// byte, not even a heartbeat, counts as unavailable too.
+func TestWaitPollsWhenStreamMute(t *testing.T) {
+	t.Parallel()
+	f := newFake(t)
+	f.handle("GET /events", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(200)
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	})
+	in := f.inbox(t, client.WithStreamTimeouts(time.Second, 300*time.Millisecond))
+	go func() {
+		time.Sleep(3 * time.Second)
+		f.add("Your code 77")
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	msg, err := in.WaitForMessage(ctx, client.Match{Subject: regexp.MustCompile(`code`)})
+	if err != nil || msg.Subject != "Your code 77" {
+		t.Fatalf("WaitForMessage: %+v, %v", msg, err)
+	}
+	if streams := len(f.hits("GET /events")); streams != 2 {
+		t.Errorf("%d streams opened, want 2 (then polling)", streams)
+	}
+	lists := f.hits("GET /messages")
+	for i := 1; i < len(lists); i++ {
+		if gap := lists[i].Sub(lists[i-1]); gap < client.MinPollInterval && i >= 2 { // the first two follow the two openings
+			t.Errorf("poll %d came %v after the one before, want ≥ %v", i, gap, client.MinPollInterval)
+		}
+	}
+}
+
 // TestWaitFindsExisting: a message already there is found without waiting.
 func TestWaitFindsExisting(t *testing.T) {
 	t.Parallel()

@@ -59,6 +59,8 @@
 //
 // Inbox.WaitForMessage returns the first message matching a Match, whether it
 // arrived before or after the call, with its bodies. It uses the event stream
-// and, when the stream cannot be opened, falls back to polling the message
-// list every 5 seconds (never faster, as the API asks).
+// and, when the stream is unavailable twice in a row (no answer within the
+// open timeout, an error answer, or a stream that sends nothing, not even a
+// heartbeat, within the idle timeout), falls back to polling the message list
+// every 5 seconds (never faster, as the API asks).
 package client

@@ -415,7 +415,7 @@ func decode(resp *http.Response, out any) error {
 		}
 		return nil
 	}
-	e := &Error{Status: resp.StatusCode, RetryAfter: retryAfter(resp.Header, time.Now()), RequestID: resp.Header.Get("X-Request-ID")}
+	e := &Error{Status: resp.StatusCode, RetryAfter: retryAfter(resp.Header, wallClock()), RequestID: resp.Header.Get("X-Request-ID")}
 	var env struct {
 		Error struct {
 			Code    string         `json:"code"`

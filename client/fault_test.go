@@ -105,12 +105,19 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 
 func hasCookie(r *http.Request, name string) bool { _, err := r.Cookie(name); return err == nil }
 
+// apiTime formats t as the API does.
+func apiTime(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
+
+// mailboxJSON answers with times from the server's (real) clock, as the
+// service does: a fixed date here would be one more test that expires.
 func mailboxJSON() string {
-	return `{"id":"` + fakeID + `","address":"abc@mayfly.test","kind":"temporary","expires_at":"2030-01-01T00:00:00.000Z","max_expires_at":"2030-01-01T00:50:00.000Z"}`
+	now := time.Now()
+	return fmt.Sprintf(`{"id":%q,"address":"abc@mayfly.test","kind":"temporary","expires_at":%q,"max_expires_at":%q}`,
+		fakeID, apiTime(now.Add(10*time.Minute)), apiTime(now.Add(time.Hour)))
 }
 
 func summaryJSON(m client.MessageSummary) string {
-	return fmt.Sprintf(`{"id":%q,"from":%q,"subject":%q,"received_at":"2026-11-23T00:00:00.000Z","status":%q}`, m.ID, m.From, m.Subject, m.Status)
+	return fmt.Sprintf(`{"id":%q,"from":%q,"subject":%q,"received_at":%q,"status":%q}`, m.ID, m.From, m.Subject, apiTime(time.Now()), m.Status)
 }
 
 func apiError(w http.ResponseWriter, status int, code string, retryAfter int) {

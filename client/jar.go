@@ -20,8 +20,15 @@ type jar struct {
 }
 
 func newJar(base *url.URL) *jar {
-	return &jar{host: strings.ToLower(base.Hostname()), all: map[string]*http.Cookie{}, now: time.Now}
+	return &jar{host: strings.ToLower(base.Hostname()), all: map[string]*http.Cookie{}, now: wallClock}
 }
+
+// wallClock is the client's one reading of the local calendar: cookie expiry
+// and Retry-After dates. Durations (backoff, stream timeouts) use the
+// monotonic clock directly. The package's tests move wallClock decades away
+// from today (clock_test.go), so a test that mixes a literal date with the
+// real clock fails on every run, not on the day the date goes by.
+var wallClock = time.Now
 
 // SetCookies implements http.CookieJar.
 func (j *jar) SetCookies(u *url.URL, cookies []*http.Cookie) {

@@ -12,6 +12,8 @@ import (
 func TestJar(t *testing.T) {
 	base, _ := url.Parse("http://api.example:8080/v1")
 	j := newJar(base)
+	// A fixed instant, and every jar below reads it through now: no
+	// expiry in this test is judged by the real clock.
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	j.now = func() time.Time { return now }
 	u := func(s string) *url.URL { p, _ := url.Parse(s); return p }
@@ -50,6 +52,7 @@ func TestJar(t *testing.T) {
 	}
 	saved := j.saved()
 	k := newJar(base)
+	k.now = j.now // the restored jar reads the same clock as the one that saved
 	k.restore(saved)
 	if got := names(k.Cookies(u("http://api.example:8080/v1/messages"))); !got["p_abc"] || len(got) != 1 {
 		t.Errorf("restored jar: %v", got)

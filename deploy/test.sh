@@ -50,7 +50,7 @@ rc=$?
 # fault-injection tests and examples; its tests against the real service are
 # in cmd/mayfly.
 if ((rc == 0)) && [[ ${pkgs[*]} == ./... ]]; then
-	(cd client && go test -race -count=1 ./...) || rc=$?
+	(cd clients/go && go test -race -count=1 ./...) || rc=$?
 fi
 # The deploy artifacts' own module (Kubernetes types, buildkit's Dockerfile
 # parser: kept out of Mayfly's go.mod) on every full run.

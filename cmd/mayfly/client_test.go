@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mayfly/mayfly/client"
-	"github.com/mayfly/mayfly/client/cli"
+	client "github.com/mayfly/mayfly/clients/go"
+	"github.com/mayfly/mayfly/clients/go/cli"
 	"github.com/mayfly/mayfly/storage/storagetest"
 )
 

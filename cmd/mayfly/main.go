@@ -1,6 +1,6 @@
 // Command mayfly runs a Mayfly node: `mayfly edge` serves the REST API,
 // `mayfly ingest` accepts mail over SMTP, `mayfly all` does both in one
-// process; `mayfly inbox` is the client tool (package client/cli).
+// process; `mayfly inbox` is the client tool (package clients/go/cli).
 // Configuration comes from MAYFLY_* environment variables (see config.go and
 // the README). This is the only package that reads the environment, builds
 // the Redis client, sets up logging and handles signals.
@@ -20,7 +20,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mayfly/mayfly/client/cli"
+	"github.com/mayfly/mayfly/clients/go/cli"
 	"github.com/mayfly/mayfly/edge"
 	"github.com/mayfly/mayfly/ingest"
 	"github.com/mayfly/mayfly/ratelimit"
@@ -50,7 +50,7 @@ commands:
   ingest  accept mail over SMTP for live mailboxes (MAYFLY_SMTP_ADDR)
   all     edge and ingest in one process
   inbox   the client tool: create an inbox, wait for mail, read it
-          (mayfly inbox --help; client/cli)
+          (mayfly inbox --help; clients/go/cli)
 
 Every node command also serves the admin endpoints (MAYFLY_ADMIN_ADDR).
 

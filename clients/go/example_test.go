@@ -7,7 +7,7 @@ import (
 	"regexp"
 	"time"
 
-	"github.com/mayfly/mayfly/client"
+	client "github.com/mayfly/mayfly/clients/go"
 )
 
 // The signup flow of an end-to-end test: a fresh inbox, the system under

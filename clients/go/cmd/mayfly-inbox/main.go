@@ -1,5 +1,5 @@
-// Command mayfly-inbox is the command-line tool of package client/cli on
-// its own, for `go install github.com/mayfly/mayfly/client/cmd/mayfly-inbox@latest`
+// Command mayfly-inbox is the command-line tool of package clients/go/cli on
+// its own, for `go install github.com/mayfly/mayfly/clients/go/cmd/mayfly-inbox@latest`
 // without the server's dependencies. The mayfly binary has the same tool as
 // `mayfly inbox`.
 package main
@@ -7,7 +7,7 @@ package main
 import (
 	"os"
 
-	"github.com/mayfly/mayfly/client/cli"
+	"github.com/mayfly/mayfly/clients/go/cli"
 )
 
 func main() {

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mayfly/mayfly/client"
+	client "github.com/mayfly/mayfly/clients/go"
 )
 
 // fake is a scripted service: an inbox whose behaviour each test sets, and a

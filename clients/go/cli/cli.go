@@ -1,6 +1,6 @@
 // Package cli is the command-line tool over package client, for shell
 // scripts and CI jobs: `mayfly inbox <command>` in the mayfly binary, or the
-// stand-alone mayfly-inbox (client/cmd/mayfly-inbox).
+// stand-alone mayfly-inbox (clients/go/cmd/mayfly-inbox).
 //
 //	addr=$(mayfly inbox new)                       # create + select, print the address
 //	swaks --to "$addr" ...                         # the system under test sends mail
@@ -25,7 +25,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mayfly/mayfly/client"
+	client "github.com/mayfly/mayfly/clients/go"
 )
 
 // Exit codes.

@@ -1,3 +1,0 @@
-module github.com/mayfly/mayfly/client
-
-go 1.26.8

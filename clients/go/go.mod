@@ -1,0 +1,3 @@
+module github.com/mayfly/mayfly/clients/go
+
+go 1.26.8

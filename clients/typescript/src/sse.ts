@@ -25,6 +25,7 @@ export class SSEParser {
   /** Feeds a chunk of text; returns the events it completed, in order. */
   push(chunk: string): SSEEvent[] {
     const out: SSEEvent[] = [];
+    if (chunk === '') return out;
     let s = chunk;
     if (this.#sawCR && s.startsWith('\n')) s = s.slice(1); // CRLF split across chunks
     this.#sawCR = false;

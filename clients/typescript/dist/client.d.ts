@@ -26,7 +26,14 @@ export interface ClientOptions {
     fetch?: typeof fetch;
 }
 export interface CallOptions {
+    /** Ends the call at once, with the signal's reason, whatever it is doing. */
     signal?: AbortSignal;
+    /**
+     * The whole call's budget in milliseconds, retries included: when the next
+     * retry's wait would pass it, the last error is thrown instead (an
+     * AbortSignal has no deadline a client could read).
+     */
+    timeout?: number;
 }
 export interface CreateInboxOptions extends CallOptions {
     /** Initial lifetime in whole minutes, 1 to 10; the service's default (10) when absent. */
@@ -110,7 +117,7 @@ export declare class Inbox {
     get id(): string;
     get address(): string;
     /** @internal */
-    _create(body: object, signal: AbortSignal | undefined): Promise<void>;
+    _create(body: object, opts: CallOptions): Promise<void>;
     /** Opens a new session with the scoped cookie (replaces the jar's service_session). */
     select(options?: CallOptions): Promise<Mailbox>;
     /** Reads the inbox (GET /mailboxes/current). */

@@ -49,7 +49,7 @@ export class Mayfly {
     async createInbox(options = {}) {
         const body = options.lifetimeMinutes === undefined ? {} : { lifetime_minutes: options.lifetimeMinutes };
         const inbox = new Inbox(this.#o, new CookieJar(this.#o.base));
-        await inbox._create(body, options.signal);
+        await inbox._create(body, options);
         return inbox;
     }
 }
@@ -85,8 +85,8 @@ export class Inbox {
         return this.mailbox.address;
     }
     /** @internal */
-    async _create(body, signal) {
-        const out = await this.#call('POST', '/mailboxes', body, 'none', signal);
+    async _create(body, opts) {
+        const out = await this.#call('POST', '/mailboxes', body, 'none', opts);
         const id = out.mailbox.id;
         // The scoped cookie is <prefix>_<id without hyphens>; the prefix is the service's.
         const suffix = '_' + id.toLowerCase().replace(/-/g, '');
@@ -94,38 +94,38 @@ export class Inbox {
             throw new MayflyError(`mayfly: no mailbox-scoped cookie in the creation answer (mailbox ${id})`);
         }
         this.#mailbox = out.mailbox;
-        await this.select({ signal });
+        await this.select(opts);
     }
     /** Opens a new session with the scoped cookie (replaces the jar's service_session). */
     async select(options = {}) {
         this.#alive();
         const path = `/mailboxes/${encodeURIComponent(this.id)}/select`;
-        const out = await this.#call('POST', path, undefined, 'refusedOnly', options.signal);
+        const out = await this.#call('POST', path, undefined, 'refusedOnly', options);
         this.#mailbox = out.mailbox;
         this.#selected = true;
         return this.mailbox;
     }
     /** Reads the inbox (GET /mailboxes/current). */
     async current(options = {}) {
-        const out = await this.#call('GET', '/mailboxes/current', undefined, 'safe', options.signal);
+        const out = await this.#call('GET', '/mailboxes/current', undefined, 'safe', options);
         this.#mailbox = out.mailbox;
         return this.mailbox;
     }
     /** Asks for minutes (1 to 10) more; the grant never passes max_expires_at. Returns the inbox with its new expiry. */
     async extend(minutes, options = {}) {
-        const out = await this.#call('PATCH', '/mailboxes/current', { extension_minutes: minutes }, 'refusedOnly', options.signal);
+        const out = await this.#call('PATCH', '/mailboxes/current', { extension_minutes: minutes }, 'refusedOnly', options);
         this.#mailbox = out.mailbox;
         return this.mailbox;
     }
     /** Destroys the inbox and its messages; from then on every method throws InboxGoneError without a request. */
     async delete(options = {}) {
-        await this.#call('DELETE', '/mailboxes/current', undefined, 'refusedOnly', options.signal);
+        await this.#call('DELETE', '/mailboxes/current', undefined, 'refusedOnly', options);
         this.#gone = new InboxGoneError('mayfly: inbox deleted');
         this.#jar.clear();
     }
     /** One page of messages, newest first. */
     async list(options = {}) {
-        return this.#list(options.limit ?? 20, options.offset ?? 0, options.signal, this.#o.maxAttempts);
+        return this.#list(options.limit ?? 20, options.offset ?? 0, options, this.#o.maxAttempts);
     }
     /** Every page of messages, newest first, fetched as the iteration goes. */
     async *pages(options = {}) {
@@ -144,13 +144,13 @@ export class Inbox {
     }
     /** One message with its bodies; it counts as returned for `since: 'unseen'`. */
     async message(id, options = {}) {
-        const m = await this.#message(id, options.signal, this.#o.maxAttempts);
+        const m = await this.#message(id, options, this.#o.maxAttempts);
         this.#returned.add(m.id);
         return m;
     }
     /** Deletes one message. */
     async deleteMessage(id, options = {}) {
-        await this.#call('DELETE', `/messages/${encodeURIComponent(id)}`, undefined, 'refusedOnly', options.signal);
+        await this.#call('DELETE', `/messages/${encodeURIComponent(id)}`, undefined, 'refusedOnly', options);
     }
     /**
      * The new messages as they arrive (GET /events), across reconnects: after
@@ -215,7 +215,8 @@ export class Inbox {
         }
     }
     async #wait(options, signal) {
-        const re = (p) => (p === undefined ? undefined : typeof p === 'string' ? new RegExp(p) : p);
+        // A copy without g and y: test() must not carry lastIndex from one message to the next.
+        const re = (p) => p === undefined ? undefined : typeof p === 'string' ? new RegExp(p) : new RegExp(p.source, p.flags.replace(/[gy]/g, ''));
         const subject = re(options.subject);
         const from = re(options.from);
         const text = re(options.text);
@@ -424,21 +425,23 @@ export class Inbox {
         return h;
     }
     /** One API call with the retries of the contract; the data envelope's content. */
-    async #call(method, path, body, kind, signal, attempts = this.#o.maxAttempts) {
+    async #call(method, path, body, kind, opts, attempts = this.#o.maxAttempts) {
         this.#alive();
         const url = this.#o.base + path;
+        const { signal, timeout } = opts === undefined || opts instanceof AbortSignal ? { signal: opts, timeout: undefined } : opts;
+        const deadline = timeout === undefined ? Infinity : Date.now() + timeout;
         for (let attempt = 1;; attempt++) {
             let wait;
             let last;
             try {
-                return await this.#once(method, url, path, body, signal);
+                return await this.#once(method, url, path, body, signal, Math.min(this.#o.requestTimeout, deadline - Date.now()));
             }
             catch (err) {
                 if (signal?.aborted)
                     throw signal.reason;
                 last = err;
                 const w = retryWait(err, kind, attempt, this.#o);
-                if (w === undefined || attempt >= attempts)
+                if (w === undefined || attempt >= attempts || Date.now() + w >= deadline)
                     throw err;
                 wait = w;
             }
@@ -447,9 +450,9 @@ export class Inbox {
             await sleep(wait, signal);
         }
     }
-    async #once(method, url, path, body, signal) {
+    async #once(method, url, path, body, signal, budget) {
         const ctl = new AbortController();
-        const timer = setTimeout(() => ctl.abort(new MayflyError(`mayfly: ${method} ${path.split('?')[0]}: no answer within ${this.#o.requestTimeout} ms`)), this.#o.requestTimeout);
+        const timer = setTimeout(() => ctl.abort(new MayflyError(`mayfly: ${method} ${path.split('?')[0]}: no answer within ${budget} ms`)), Math.max(0, budget));
         const onAbort = () => ctl.abort(signal?.reason);
         if (signal?.aborted)
             ctl.abort(signal.reason);

@@ -45,7 +45,14 @@ export interface ClientOptions {
 }
 
 export interface CallOptions {
+  /** Ends the call at once, with the signal's reason, whatever it is doing. */
   signal?: AbortSignal;
+  /**
+   * The whole call's budget in milliseconds, retries included: when the next
+   * retry's wait would pass it, the last error is thrown instead (an
+   * AbortSignal has no deadline a client could read).
+   */
+  timeout?: number;
 }
 
 export interface CreateInboxOptions extends CallOptions {
@@ -157,7 +164,7 @@ export class Mayfly {
   async createInbox(options: CreateInboxOptions = {}): Promise<Inbox> {
     const body = options.lifetimeMinutes === undefined ? {} : { lifetime_minutes: options.lifetimeMinutes };
     const inbox = new Inbox(this.#o, new CookieJar(this.#o.base));
-    await inbox._create(body, options.signal);
+    await inbox._create(body, options);
     return inbox;
   }
 }
@@ -199,8 +206,8 @@ export class Inbox {
   }
 
   /** @internal */
-  async _create(body: object, signal: AbortSignal | undefined): Promise<void> {
-    const out = await this.#call<{ mailbox: Mailbox }>('POST', '/mailboxes', body, 'none', signal);
+  async _create(body: object, opts: CallOptions): Promise<void> {
+    const out = await this.#call<{ mailbox: Mailbox }>('POST', '/mailboxes', body, 'none', opts);
     const id = out.mailbox.id;
     // The scoped cookie is <prefix>_<id without hyphens>; the prefix is the service's.
     const suffix = '_' + id.toLowerCase().replace(/-/g, '');
@@ -208,14 +215,14 @@ export class Inbox {
       throw new MayflyError(`mayfly: no mailbox-scoped cookie in the creation answer (mailbox ${id})`);
     }
     this.#mailbox = out.mailbox;
-    await this.select({ signal });
+    await this.select(opts);
   }
 
   /** Opens a new session with the scoped cookie (replaces the jar's service_session). */
   async select(options: CallOptions = {}): Promise<Mailbox> {
     this.#alive();
     const path = `/mailboxes/${encodeURIComponent(this.id)}/select`;
-    const out = await this.#call<{ mailbox: Mailbox }>('POST', path, undefined, 'refusedOnly', options.signal);
+    const out = await this.#call<{ mailbox: Mailbox }>('POST', path, undefined, 'refusedOnly', options);
     this.#mailbox = out.mailbox;
     this.#selected = true;
     return this.mailbox;
@@ -223,7 +230,7 @@ export class Inbox {
 
   /** Reads the inbox (GET /mailboxes/current). */
   async current(options: CallOptions = {}): Promise<Mailbox> {
-    const out = await this.#call<{ mailbox: Mailbox }>('GET', '/mailboxes/current', undefined, 'safe', options.signal);
+    const out = await this.#call<{ mailbox: Mailbox }>('GET', '/mailboxes/current', undefined, 'safe', options);
     this.#mailbox = out.mailbox;
     return this.mailbox;
   }
@@ -231,7 +238,7 @@ export class Inbox {
   /** Asks for minutes (1 to 10) more; the grant never passes max_expires_at. Returns the inbox with its new expiry. */
   async extend(minutes: number, options: CallOptions = {}): Promise<Mailbox> {
     const out = await this.#call<{ mailbox: Mailbox }>(
-      'PATCH', '/mailboxes/current', { extension_minutes: minutes }, 'refusedOnly', options.signal,
+      'PATCH', '/mailboxes/current', { extension_minutes: minutes }, 'refusedOnly', options,
     );
     this.#mailbox = out.mailbox;
     return this.mailbox;
@@ -239,14 +246,14 @@ export class Inbox {
 
   /** Destroys the inbox and its messages; from then on every method throws InboxGoneError without a request. */
   async delete(options: CallOptions = {}): Promise<void> {
-    await this.#call('DELETE', '/mailboxes/current', undefined, 'refusedOnly', options.signal);
+    await this.#call('DELETE', '/mailboxes/current', undefined, 'refusedOnly', options);
     this.#gone = new InboxGoneError('mayfly: inbox deleted');
     this.#jar.clear();
   }
 
   /** One page of messages, newest first. */
   async list(options: ListOptions = {}): Promise<Page> {
-    return this.#list(options.limit ?? 20, options.offset ?? 0, options.signal, this.#o.maxAttempts);
+    return this.#list(options.limit ?? 20, options.offset ?? 0, options, this.#o.maxAttempts);
   }
 
   /** Every page of messages, newest first, fetched as the iteration goes. */
@@ -266,14 +273,14 @@ export class Inbox {
 
   /** One message with its bodies; it counts as returned for `since: 'unseen'`. */
   async message(id: string, options: CallOptions = {}): Promise<Message> {
-    const m = await this.#message(id, options.signal, this.#o.maxAttempts);
+    const m = await this.#message(id, options, this.#o.maxAttempts);
     this.#returned.add(m.id);
     return m;
   }
 
   /** Deletes one message. */
   async deleteMessage(id: string, options: CallOptions = {}): Promise<void> {
-    await this.#call('DELETE', `/messages/${encodeURIComponent(id)}`, undefined, 'refusedOnly', options.signal);
+    await this.#call('DELETE', `/messages/${encodeURIComponent(id)}`, undefined, 'refusedOnly', options);
   }
 
   /**
@@ -334,7 +341,9 @@ export class Inbox {
   }
 
   async #wait(options: WaitOptions, signal: AbortSignal): Promise<Message> {
-    const re = (p: RegExp | string | undefined) => (p === undefined ? undefined : typeof p === 'string' ? new RegExp(p) : p);
+    // A copy without g and y: test() must not carry lastIndex from one message to the next.
+    const re = (p: RegExp | string | undefined) =>
+      p === undefined ? undefined : typeof p === 'string' ? new RegExp(p) : new RegExp(p.source, p.flags.replace(/[gy]/g, ''));
     const subject = re(options.subject);
     const from = re(options.from);
     const text = re(options.text);
@@ -510,7 +519,7 @@ export class Inbox {
     if (this.#gone !== undefined) throw this.#gone;
   }
 
-  async #list(limit: number, offset: number, signal: AbortSignal | undefined, attempts: number): Promise<Page> {
+  async #list(limit: number, offset: number, signal: CallOptions | AbortSignal | undefined, attempts: number): Promise<Page> {
     const q = new URLSearchParams({ limit: String(limit), offset: String(offset) });
     const out = await this.#call<{ items: MessageSummary[]; pagination: { limit: number; offset: number; has_more: boolean } }>(
       'GET', `/messages?${q}`, undefined, 'safe', signal, attempts,
@@ -518,7 +527,7 @@ export class Inbox {
     return { items: out.items, limit: out.pagination.limit, offset: out.pagination.offset, hasMore: out.pagination.has_more };
   }
 
-  async #message(id: string, signal: AbortSignal | undefined, attempts: number): Promise<Message> {
+  async #message(id: string, signal: CallOptions | AbortSignal | undefined, attempts: number): Promise<Message> {
     const out = await this.#call<{ message: Message }>('GET', `/messages/${encodeURIComponent(id)}`, undefined, 'safe', signal, attempts);
     return out.message;
   }
@@ -534,20 +543,22 @@ export class Inbox {
   /** One API call with the retries of the contract; the data envelope's content. */
   async #call<T>(
     method: string, path: string, body: object | undefined, kind: RetryKind,
-    signal: AbortSignal | undefined, attempts = this.#o.maxAttempts,
+    opts: CallOptions | AbortSignal | undefined, attempts = this.#o.maxAttempts,
   ): Promise<T> {
     this.#alive();
     const url = this.#o.base + path;
+    const { signal, timeout } = opts === undefined || opts instanceof AbortSignal ? { signal: opts, timeout: undefined } : opts;
+    const deadline = timeout === undefined ? Infinity : Date.now() + timeout;
     for (let attempt = 1; ; attempt++) {
       let wait: number;
       let last: unknown;
       try {
-        return await this.#once<T>(method, url, path, body, signal);
+        return await this.#once<T>(method, url, path, body, signal, Math.min(this.#o.requestTimeout, deadline - Date.now()));
       } catch (err) {
         if (signal?.aborted) throw signal.reason;
         last = err;
         const w = retryWait(err, kind, attempt, this.#o);
-        if (w === undefined || attempt >= attempts) throw err;
+        if (w === undefined || attempt >= attempts || Date.now() + w >= deadline) throw err;
         wait = w;
       }
       const e = last as { status?: number; code?: string };
@@ -556,9 +567,11 @@ export class Inbox {
     }
   }
 
-  async #once<T>(method: string, url: string, path: string, body: object | undefined, signal: AbortSignal | undefined): Promise<T> {
+  async #once<T>(
+    method: string, url: string, path: string, body: object | undefined, signal: AbortSignal | undefined, budget: number,
+  ): Promise<T> {
     const ctl = new AbortController();
-    const timer = setTimeout(() => ctl.abort(new MayflyError(`mayfly: ${method} ${path.split('?')[0]}: no answer within ${this.#o.requestTimeout} ms`)), this.#o.requestTimeout);
+    const timer = setTimeout(() => ctl.abort(new MayflyError(`mayfly: ${method} ${path.split('?')[0]}: no answer within ${budget} ms`)), Math.max(0, budget));
     const onAbort = () => ctl.abort(signal?.reason);
     if (signal?.aborted) ctl.abort(signal.reason);
     signal?.addEventListener('abort', onAbort, { once: true });

@@ -204,6 +204,10 @@ describe('Mayfly', () => {
     const t0 = Date.now();
     await assert.rejects(inbox.list({ signal: ctl.signal }), (err) => err.name === 'AbortError');
     assert.ok(Date.now() - t0 < 500);
+    // A call's timeout: when the next wait would pass it, the last error at once.
+    const t1 = Date.now();
+    await assert.rejects(inbox.list({ timeout: 500 }), (err) => err instanceof RateLimitedError && err.retryAfter === 1);
+    assert.ok(Date.now() - t1 < 400, `took ${Date.now() - t1} ms`);
     // After every attempt: RateLimitedError.
     const quick = new Mayfly({ baseUrl: 'http://api.example/v1', maxAttempts: 1, fetch: async () => new Response('{"error":{"code":"RATE_LIMITED","message":"x"},"request_id":"r"}', { status: 429, headers: { 'retry-after': '1' } }) });
     await assert.rejects(quick.createInbox(), RateLimitedError);

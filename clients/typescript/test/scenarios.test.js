@@ -169,7 +169,7 @@ describe('scenarios', { skip }, () => {
     const t0 = Date.now();
     await assert.rejects(inbox.waitForMessage({ timeout: 2000 }), WaitTimeoutError);
     const took = Date.now() - t0;
-    assert.ok(took >= 2000 && took < 3500, `took ${took} ms`);
+    assert.ok(took >= 2000 && took < 4000, `took ${took} ms`);
     // The stream is released: another wait may run.
     await assert.rejects(inbox.waitForMessage({ timeout: 300 }), WaitTimeoutError);
     await inbox.delete();
@@ -182,7 +182,7 @@ describe('scenarios', { skip }, () => {
     setTimeout(() => ctl.abort(), 500);
     await assert.rejects(inbox.waitForMessage({ timeout: 20_000, signal: ctl.signal }), (err) => err.name === 'AbortError');
     const took = Date.now() - t0;
-    assert.ok(took >= 450 && took < 900, `took ${took} ms`);
+    assert.ok(took >= 450 && took < 1500, `took ${took} ms`);
     // One stream per Inbox: a second consumer while one runs is refused.
     const ctl2 = new AbortController();
     const it = inbox.events({ signal: ctl2.signal })[Symbol.asyncIterator]();

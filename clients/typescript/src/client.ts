@@ -214,6 +214,13 @@ export class Inbox {
     if (suffix.length !== 33 || !this.#jar.names().some((n) => n.toLowerCase().endsWith(suffix))) {
       throw new MayflyError(`mayfly: no mailbox-scoped cookie in the creation answer (mailbox ${id})`);
     }
+    const selectUrl = `${this.#o.base}/mailboxes/${encodeURIComponent(id)}/select`;
+    if (!this.#jar.header(selectUrl).split('; ').some((c) => c.split('=')[0]!.toLowerCase().endsWith(suffix))) {
+      throw new MayflyError(
+        `mayfly: the mailbox cookie of ${id} is not sent back to ${this.#o.base} (Secure over plain http? ` +
+          'run the service with MAYFLY_COOKIE_SECURE=false, or use https)',
+      );
+    }
     this.#mailbox = out.mailbox;
     await this.select(opts);
   }

@@ -167,6 +167,15 @@ describe('Mayfly', () => {
     assert.equal(n, 1);
   });
 
+  test('a Secure cookie over plain http: a clear error, not a 401 later', async () => {
+    const client = new Mayfly({
+      baseUrl: 'http://api.example/v1',
+      fetch: async () => new Response(JSON.stringify({ data: { mailbox: { id: '0b5e2a7c-3f1d-4e8a-9c6b-7d2e1f0a4b93', address: 'a@b' } } }),
+        { status: 201, headers: { 'set-cookie': 'mayfly_0b5e2a7c3f1d4e8a9c6b7d2e1f0a4b93=x; Path=/v1; Secure' } }),
+    });
+    await assert.rejects(client.createInbox(), (err) => err instanceof MayflyError && /MAYFLY_COOKIE_SECURE=false/.test(err.message) && !/=x/.test(err.message));
+  });
+
   test('a safe read retries 503 DEPENDENCY_UNAVAILABLE; the signal stops the retries at once', async () => {
     const { RateLimitedError } = await import('../dist/index.js');
     let n = 0;

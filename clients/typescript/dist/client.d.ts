@@ -53,7 +53,7 @@ export interface Page {
 /** Which messages a wait may return (clients/SCENARIOS.md). */
 export type Since = 'unseen' | 'now' | Date | {
     messageId: string;
-} | string;
+} | (string & {});
 export interface WaitOptions extends CallOptions {
     /** A regular expression the subject must match. */
     subject?: RegExp | string;

@@ -74,7 +74,7 @@ export interface Page {
 }
 
 /** Which messages a wait may return (clients/SCENARIOS.md). */
-export type Since = 'unseen' | 'now' | Date | { messageId: string } | string;
+export type Since = 'unseen' | 'now' | Date | { messageId: string } | (string & {}); // (string & {}) keeps the literals' completion
 
 export interface WaitOptions extends CallOptions {
   /** A regular expression the subject must match. */

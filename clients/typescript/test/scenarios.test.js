@@ -194,7 +194,7 @@ describe('scenarios', { skip }, () => {
     await inbox.delete();
   });
 
-  test('events() yields new messages, missed ones after a (re)connect included', async () => {
+  test('events() yields new messages in order; deleting the inbox ends it with InboxGoneError', async () => {
     const inbox = await mayfly.createInbox({ lifetimeMinutes: 5 });
     const ctl = new AbortController();
     const got = [];
@@ -215,6 +215,11 @@ describe('scenarios', { skip }, () => {
     assert.deepEqual(all, ['two', 'one']);
     const ext = await inbox.extend(5);
     assert.ok(Date.parse(ext.expires_at) > Date.now() + 5 * 60_000);
+    // Deleting the inbox ends a running events() with InboxGoneError.
+    const it = inbox.events()[Symbol.asyncIterator]();
+    const next = it.next();
+    await sleep(300);
     await inbox.delete();
+    await assert.rejects(next, InboxGoneError);
   });
 });

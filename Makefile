@@ -35,6 +35,7 @@ lint:
 	cd deploy/check && $(GO) vet ./... && $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 	cd clients/go && $(GO) vet ./... && $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 	$(GO) vet -tags drill ./deploy/topology/
+	cd clients/typescript && { [ -d node_modules/typescript ] || npm ci --prefer-offline --no-audit --no-fund --loglevel=error; } && npm run --silent lint
 
 # The benchmarks of bench/README.md on a throwaway cluster: writes
 # bench/RESULTS.md (about 8 minutes). `make bench BENCH_ONLY=A,D` runs some

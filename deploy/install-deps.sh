@@ -33,8 +33,16 @@ if [[ -n $checks ]]; then
 	command -v systemd-analyze >/dev/null || missing+=(systemd)
 	command -v promtool >/dev/null || missing+=(prometheus)
 fi
+# Node.js 18 or later and npm: the TypeScript client's build and tests
+# (clients/typescript). Debian's nodejs is 18 (bookworm) or 20 (trixie).
+command -v node >/dev/null || missing+=(nodejs)
+command -v npm >/dev/null || missing+=(npm)
 # swaks needs Net::SSLeay for --tls (a recommends, which we do not install).
 perl -MNet::SSLeay -e1 2>/dev/null || missing+=(libnet-ssleay-perl)
+node_ok() { node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 18 ? 0 : 1)'; }
+if command -v node >/dev/null && ! node_ok; then
+	die "Node.js $(node --version) is too old for clients/typescript; install Node.js 18 or later"
+fi
 ((${#missing[@]} == 0)) && exit 0
 
 apt_cmd="apt-get update && apt-get install -y --no-install-recommends ${missing[*]}"
@@ -58,4 +66,6 @@ apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 for c in "${tools[@]}"; do
 	command -v "$c" >/dev/null || die "$c still missing after installing ${missing[*]}"
 done
+{ command -v node && command -v npm; } >/dev/null || die "node or npm still missing after installing ${missing[*]}"
+node_ok || die "Node.js $(node --version) from apt is too old for clients/typescript; install Node.js 18 or later"
 perl -MNet::SSLeay -e1 2>/dev/null || die "Net::SSLeay still missing after installing ${missing[*]}"

@@ -52,6 +52,14 @@ rc=$?
 if ((rc == 0)) && [[ ${pkgs[*]} == ./... ]]; then
 	(cd clients/go && go test -race -count=1 ./...) || rc=$?
 fi
+# The TypeScript client (clients/typescript): its unit and package tests and
+# the scenarios of clients/SCENARIOS.md against its own `bin/mayfly all` on
+# this cluster. dist/ is committed; a test checks it is the build of src/.
+if ((rc == 0)) && [[ ${pkgs[*]} == ./... ]]; then
+	go build -o bin/mayfly ./cmd/mayfly &&
+		(cd clients/typescript && npm ci --prefer-offline --no-audit --no-fund --loglevel=error &&
+			MAYFLY_TEST_REDIS_ADDRS=$addrs npm test) || rc=$?
+fi
 # The deploy artifacts' own module (Kubernetes types, buildkit's Dockerfile
 # parser: kept out of Mayfly's go.mod) on every full run.
 if ((rc == 0)) && [[ ${pkgs[*]} == ./... ]]; then

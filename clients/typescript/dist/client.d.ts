@@ -1,0 +1,164 @@
+import { CookieJar } from './cookies.js';
+import type { Mailbox, Message, MessageSummary } from './types.js';
+/** The API's floor for polling the message list, in milliseconds. */
+export declare const MIN_POLL_INTERVAL = 5000;
+export interface ClientOptions {
+    /** The API's base URL with its version prefix, e.g. `http://127.0.0.1:8080/v1`. */
+    baseUrl: string;
+    /** Per-request timeout in milliseconds (not the event stream's); default 30 000. */
+    requestTimeout?: number;
+    /** Attempts of a single call, the first included; default 6. Waits and event streams have no cap. */
+    maxAttempts?: number;
+    /** The first backoff's ceiling in ms (default 200); it doubles up to maxDelay (default 5000), full jitter. */
+    baseDelay?: number;
+    maxDelay?: number;
+    /** waitForMessage's polling interval when the stream is unavailable; never under 5000 ms. */
+    pollInterval?: number;
+    /** How long opening the event stream may take (default 10 000 ms) and how long it may stay silent (default 65 000 ms). */
+    streamOpenTimeout?: number;
+    streamIdleTimeout?: number;
+    /** waitForMessage's default timeout in ms; default 60 000. */
+    waitTimeout?: number;
+    userAgent?: string;
+    /** Told about retries, reconnects and fallbacks (never a cookie). */
+    logger?: (event: string, fields: Record<string, unknown>) => void;
+    /** The fetch to use; default the global one. */
+    fetch?: typeof fetch;
+}
+export interface CallOptions {
+    /** Ends the call at once, with the signal's reason, whatever it is doing. */
+    signal?: AbortSignal;
+    /**
+     * The whole call's budget in milliseconds, retries included: when the next
+     * retry's wait would pass it, the last error is thrown instead (an
+     * AbortSignal has no deadline a client could read).
+     */
+    timeout?: number;
+}
+export interface CreateInboxOptions extends CallOptions {
+    /** Initial lifetime in whole minutes, 1 to 10; the service's default (10) when absent. */
+    lifetimeMinutes?: number;
+}
+export interface ListOptions extends CallOptions {
+    /** Page size, 1 to 100; default 20. */
+    limit?: number;
+    offset?: number;
+}
+export interface Page {
+    items: MessageSummary[];
+    limit: number;
+    offset: number;
+    hasMore: boolean;
+}
+/** Which messages a wait may return (clients/SCENARIOS.md). */
+export type Since = 'unseen' | 'now' | Date | {
+    messageId: string;
+} | (string & {});
+export interface WaitOptions extends CallOptions {
+    /** A regular expression the subject must match. */
+    subject?: RegExp | string;
+    /** A regular expression the From header must match. */
+    from?: RegExp | string;
+    /** A regular expression text_body must match. */
+    text?: RegExp | string;
+    /** A predicate on the full message. */
+    match?: (message: Message) => boolean;
+    /**
+     * `'unseen'` (default): not yet returned by a wait or message() of this
+     * Inbox; `'now'`: not in the inbox when the wait started; a message id
+     * (a string or `{messageId}`): received after that message; a Date:
+     * received strictly after it (the server's clock).
+     */
+    since?: Since;
+    /** Milliseconds; default the client's waitTimeout (60 s). Past it: WaitTimeoutError. */
+    timeout?: number;
+}
+export interface InboxEvent {
+    type: 'message.received';
+    message: MessageSummary;
+    /** Found by the list after a (re)connect rather than announced by the stream. */
+    missed: boolean;
+}
+interface Resolved {
+    base: string;
+    requestTimeout: number;
+    maxAttempts: number;
+    baseDelay: number;
+    maxDelay: number;
+    pollInterval: number;
+    streamOpenTimeout: number;
+    streamIdleTimeout: number;
+    waitTimeout: number;
+    userAgent: string;
+    log: (event: string, fields: Record<string, unknown>) => void;
+    fetch: typeof fetch;
+}
+/** Talks to one service; each Inbox made from it has a cookie jar of its own. */
+export declare class Mayfly {
+    #private;
+    constructor(options: ClientOptions);
+    get baseUrl(): string;
+    /**
+     * Creates an inbox and selects it in a new cookie jar. Never retried but
+     * when nothing was done (a request-rate 429, 503 REQUEST_PROTECTION, a
+     * refused connection); a creation limit throws CreationLimitError at once.
+     */
+    createInbox(options?: CreateInboxOptions): Promise<Inbox>;
+}
+/** createClient(options) is `new Mayfly(options)`. */
+export declare function createClient(options: ClientOptions): Mayfly;
+/** One inbox with the cookie jar that gives access to it. One event stream at a time. */
+export declare class Inbox {
+    #private;
+    /** @internal use Mayfly.createInbox */
+    constructor(o: Resolved, jar: CookieJar);
+    /** The inbox as last seen (creation, select, current, extend). */
+    get mailbox(): Mailbox;
+    get id(): string;
+    get address(): string;
+    /** @internal */
+    _create(body: object, opts: CallOptions): Promise<void>;
+    /** Opens a new session with the scoped cookie (replaces the jar's service_session). */
+    select(options?: CallOptions): Promise<Mailbox>;
+    /** Reads the inbox (GET /mailboxes/current). */
+    current(options?: CallOptions): Promise<Mailbox>;
+    /** Asks for minutes (1 to 10) more; the grant never passes max_expires_at. Returns the inbox with its new expiry. */
+    extend(minutes: number, options?: CallOptions): Promise<Mailbox>;
+    /** Destroys the inbox and its messages; from then on every method throws InboxGoneError without a request. */
+    delete(options?: CallOptions): Promise<void>;
+    /** One page of messages, newest first. */
+    list(options?: ListOptions): Promise<Page>;
+    /** Every page of messages, newest first, fetched as the iteration goes. */
+    pages(options?: {
+        pageSize?: number;
+        signal?: AbortSignal;
+    }): AsyncGenerator<Page, void, undefined>;
+    /** Every message summary, newest first, a page at a time. */
+    messages(options?: {
+        pageSize?: number;
+        signal?: AbortSignal;
+    }): AsyncGenerator<MessageSummary, void, undefined>;
+    /** One message with its bodies; it counts as returned for `since: 'unseen'`. */
+    message(id: string, options?: CallOptions): Promise<Message>;
+    /** Deletes one message. */
+    deleteMessage(id: string, options?: CallOptions): Promise<void>;
+    /**
+     * The new messages as they arrive (GET /events), across reconnects: after
+     * every (re)connect the list is read and what the stream missed is yielded
+     * (missed: true). Ends with InboxGoneError when the inbox expires or is
+     * deleted; breaking out of the loop or the signal closes the stream.
+     */
+    events(options?: CallOptions): AsyncGenerator<InboxEvent, void, undefined>;
+    /**
+     * The first message that matches and is new in the sense of `since`
+     * (default 'unseen'), with its bodies; the oldest when several qualify.
+     * Follows the event stream, lists after every (re)connect, polls every 5 s
+     * when the stream fails twice in a row, and keeps going through restarts,
+     * refused connections, 503s and 429s until its timeout: WaitTimeoutError.
+     * The signal ends it at once with the signal's reason.
+     */
+    waitForMessage(options?: WaitOptions): Promise<Message>;
+}
+/** Full jitter over 2^(attempt-1)·base, capped. */
+export declare function backoff(attempt: number, base: number, cap: number): number;
+export {};

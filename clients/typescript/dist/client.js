@@ -1,0 +1,656 @@
+// The client: one Mayfly service, inboxes each with a cookie jar of its own.
+// The rules (retries, the gone error, waiting, events) are the shared
+// contract of clients/SCENARIOS.md.
+import { CookieJar, setCookieValues } from './cookies.js';
+import { CREATION_LIMIT_CODES, CreationLimitError, InboxGoneError, MayflyError, RateLimitedError, SessionInvalidError, StreamBusyError, WaitTimeoutError, parseRetryAfter, } from './errors.js';
+import { SSEParser } from './sse.js';
+/** The API's floor for polling the message list, in milliseconds. */
+export const MIN_POLL_INTERVAL = 5000;
+/** Talks to one service; each Inbox made from it has a cookie jar of its own. */
+export class Mayfly {
+    #o;
+    constructor(options) {
+        let u;
+        try {
+            u = new URL(options.baseUrl);
+        }
+        catch {
+            throw new MayflyError(`mayfly: base URL ${JSON.stringify(options.baseUrl)}: want http(s)://host/v1`);
+        }
+        if (u.protocol !== 'http:' && u.protocol !== 'https:') {
+            throw new MayflyError(`mayfly: base URL ${JSON.stringify(options.baseUrl)}: want http(s)://host/v1`);
+        }
+        const f = options.fetch ?? globalThis.fetch;
+        if (typeof f !== 'function')
+            throw new MayflyError('mayfly: no global fetch (Node 18 or later is needed)');
+        this.#o = {
+            base: u.toString().replace(/\/+$/, ''),
+            requestTimeout: options.requestTimeout ?? 30_000,
+            maxAttempts: Math.max(1, options.maxAttempts ?? 6),
+            baseDelay: options.baseDelay ?? 200,
+            maxDelay: options.maxDelay ?? 5000,
+            pollInterval: Math.max(MIN_POLL_INTERVAL, options.pollInterval ?? MIN_POLL_INTERVAL),
+            streamOpenTimeout: options.streamOpenTimeout ?? 10_000,
+            streamIdleTimeout: options.streamIdleTimeout ?? 65_000,
+            waitTimeout: options.waitTimeout ?? 60_000,
+            userAgent: options.userAgent ?? 'mayfly-ts-client/1',
+            log: options.logger ?? (() => { }),
+            fetch: f.bind(globalThis),
+        };
+    }
+    get baseUrl() {
+        return this.#o.base;
+    }
+    /**
+     * Creates an inbox and selects it in a new cookie jar. Never retried but
+     * when nothing was done (a request-rate 429, 503 REQUEST_PROTECTION, a
+     * refused connection); a creation limit throws CreationLimitError at once.
+     */
+    async createInbox(options = {}) {
+        const body = options.lifetimeMinutes === undefined ? {} : { lifetime_minutes: options.lifetimeMinutes };
+        const inbox = new Inbox(this.#o, new CookieJar(this.#o.base));
+        await inbox._create(body, options);
+        return inbox;
+    }
+}
+/** createClient(options) is `new Mayfly(options)`. */
+export function createClient(options) {
+    return new Mayfly(options);
+}
+/** One inbox with the cookie jar that gives access to it. One event stream at a time. */
+export class Inbox {
+    #o;
+    #jar;
+    #mailbox;
+    #gone;
+    #selected = false;
+    #streaming = false;
+    /** Ids returned by a wait or message(): what `since: 'unseen'` leaves out. */
+    #returned = new Set();
+    /** @internal use Mayfly.createInbox */
+    constructor(o, jar) {
+        this.#o = o;
+        this.#jar = jar;
+    }
+    /** The inbox as last seen (creation, select, current, extend). */
+    get mailbox() {
+        if (this.#mailbox === undefined)
+            throw new MayflyError('mayfly: the inbox was not created');
+        return { ...this.#mailbox };
+    }
+    get id() {
+        return this.mailbox.id;
+    }
+    get address() {
+        return this.mailbox.address;
+    }
+    /** @internal */
+    async _create(body, opts) {
+        const out = await this.#call('POST', '/mailboxes', body, 'none', opts);
+        const id = out.mailbox.id;
+        // The scoped cookie is <prefix>_<id without hyphens>; the prefix is the service's.
+        const suffix = '_' + id.toLowerCase().replace(/-/g, '');
+        if (suffix.length !== 33 || !this.#jar.names().some((n) => n.toLowerCase().endsWith(suffix))) {
+            throw new MayflyError(`mayfly: no mailbox-scoped cookie in the creation answer (mailbox ${id})`);
+        }
+        const selectUrl = `${this.#o.base}/mailboxes/${encodeURIComponent(id)}/select`;
+        if (!this.#jar.header(selectUrl).split('; ').some((c) => c.split('=')[0].toLowerCase().endsWith(suffix))) {
+            throw new MayflyError(`mayfly: the mailbox cookie of ${id} is not sent back to ${this.#o.base} (Secure over plain http? ` +
+                'run the service with MAYFLY_COOKIE_SECURE=false, or use https)');
+        }
+        this.#mailbox = out.mailbox;
+        await this.select(opts);
+    }
+    /** Opens a new session with the scoped cookie (replaces the jar's service_session). */
+    async select(options = {}) {
+        this.#alive();
+        const path = `/mailboxes/${encodeURIComponent(this.id)}/select`;
+        const out = await this.#call('POST', path, undefined, 'refusedOnly', options);
+        this.#mailbox = out.mailbox;
+        this.#selected = true;
+        return this.mailbox;
+    }
+    /** Reads the inbox (GET /mailboxes/current). */
+    async current(options = {}) {
+        const out = await this.#call('GET', '/mailboxes/current', undefined, 'safe', options);
+        this.#mailbox = out.mailbox;
+        return this.mailbox;
+    }
+    /** Asks for minutes (1 to 10) more; the grant never passes max_expires_at. Returns the inbox with its new expiry. */
+    async extend(minutes, options = {}) {
+        const out = await this.#call('PATCH', '/mailboxes/current', { extension_minutes: minutes }, 'refusedOnly', options);
+        this.#mailbox = out.mailbox;
+        return this.mailbox;
+    }
+    /** Destroys the inbox and its messages; from then on every method throws InboxGoneError without a request. */
+    async delete(options = {}) {
+        await this.#call('DELETE', '/mailboxes/current', undefined, 'refusedOnly', options);
+        this.#gone = new InboxGoneError('mayfly: inbox deleted');
+        this.#jar.clear();
+    }
+    /** One page of messages, newest first. */
+    async list(options = {}) {
+        return this.#list(options.limit ?? 20, options.offset ?? 0, options, this.#o.maxAttempts);
+    }
+    /** Every page of messages, newest first, fetched as the iteration goes. */
+    async *pages(options = {}) {
+        const size = options.pageSize ?? 100;
+        for (let offset = 0;; offset += size) {
+            const p = await this.#list(size, offset, options.signal, this.#o.maxAttempts);
+            yield p;
+            if (!p.hasMore || p.items.length === 0)
+                return;
+        }
+    }
+    /** Every message summary, newest first, a page at a time. */
+    async *messages(options = {}) {
+        for await (const p of this.pages(options))
+            yield* p.items;
+    }
+    /** One message with its bodies; it counts as returned for `since: 'unseen'`. */
+    async message(id, options = {}) {
+        const m = await this.#message(id, options, this.#o.maxAttempts);
+        this.#returned.add(m.id);
+        return m;
+    }
+    /** Deletes one message. */
+    async deleteMessage(id, options = {}) {
+        await this.#call('DELETE', `/messages/${encodeURIComponent(id)}`, undefined, 'refusedOnly', options);
+    }
+    /**
+     * The new messages as they arrive (GET /events), across reconnects: after
+     * every (re)connect the list is read and what the stream missed is yielded
+     * (missed: true). Ends with InboxGoneError when the inbox expires or is
+     * deleted; breaking out of the loop or the signal closes the stream.
+     */
+    async *events(options = {}) {
+        this.#alive();
+        this.#takeStream();
+        const signal = options.signal ?? new AbortController().signal;
+        const seen = new Set();
+        try {
+            for await (const step of this.#follow(signal, false, false)) {
+                const items = step.kind === 'list' ? [...step.items].reverse() : [step.item];
+                for (const m of items) {
+                    if (seen.has(m.id))
+                        continue;
+                    seen.add(m.id);
+                    if (step.kind === 'list' && step.initial)
+                        continue; // there before events() began
+                    yield { type: 'message.received', message: m, missed: step.kind === 'list' };
+                }
+            }
+        }
+        finally {
+            this.#streaming = false;
+        }
+    }
+    /**
+     * The first message that matches and is new in the sense of `since`
+     * (default 'unseen'), with its bodies; the oldest when several qualify.
+     * Follows the event stream, lists after every (re)connect, polls every 5 s
+     * when the stream fails twice in a row, and keeps going through restarts,
+     * refused connections, 503s and 429s until its timeout: WaitTimeoutError.
+     * The signal ends it at once with the signal's reason.
+     */
+    async waitForMessage(options = {}) {
+        this.#alive();
+        this.#takeStream();
+        const timeout = options.timeout ?? this.#o.waitTimeout;
+        const ctl = new AbortController();
+        const deadline = new WaitTimeoutError(`mayfly: no matching message within ${timeout} ms`);
+        const timer = setTimeout(() => ctl.abort(deadline), timeout);
+        const user = options.signal;
+        const onAbort = () => ctl.abort(user?.reason);
+        if (user?.aborted)
+            ctl.abort(user.reason);
+        user?.addEventListener('abort', onAbort, { once: true });
+        try {
+            return await this.#wait(options, ctl.signal);
+        }
+        catch (err) {
+            if (ctl.signal.aborted)
+                throw ctl.signal.reason; // the caller's reason, or the wait timeout
+            throw err;
+        }
+        finally {
+            clearTimeout(timer);
+            user?.removeEventListener('abort', onAbort);
+            this.#streaming = false;
+        }
+    }
+    async #wait(options, signal) {
+        // A copy without g and y: test() must not carry lastIndex from one message to the next.
+        const re = (p) => p === undefined ? undefined : typeof p === 'string' ? new RegExp(p) : new RegExp(p.source, p.flags.replace(/[gy]/g, ''));
+        const subject = re(options.subject);
+        const from = re(options.from);
+        const text = re(options.text);
+        const since = options.since ?? 'unseen';
+        const anchor = typeof since === 'object' && !(since instanceof Date) ? since.messageId
+            : typeof since === 'string' && since !== 'unseen' && since !== 'now' ? since : undefined;
+        const after = since instanceof Date ? since.getTime() : undefined;
+        const notNew = new Set(); // 'now': there at the start; anchor: the anchor and older
+        const rejected = new Set(); // looked at, did not match
+        let anchorFound = false;
+        const qualifies = (m) => {
+            if (rejected.has(m.id) || notNew.has(m.id))
+                return false;
+            if (since === 'unseen')
+                return !this.#returned.has(m.id);
+            if (after !== undefined)
+                return Date.parse(m.received_at) > after;
+            return true;
+        };
+        const consider = async (m) => {
+            if (!qualifies(m))
+                return undefined;
+            if (m.status !== 'pending' && ((subject && !subject.test(m.subject)) || (from && !from.test(m.from)))) {
+                rejected.add(m.id);
+                return undefined;
+            }
+            let full = await this.#message(m.id, signal, Infinity);
+            while (full.status === 'pending') {
+                await sleep(this.#o.pollInterval, signal);
+                full = await this.#message(m.id, signal, Infinity);
+            }
+            const ok = (!subject || subject.test(full.subject)) && (!from || from.test(full.from)) &&
+                (!text || text.test(full.text_body)) && (!options.match || options.match(full));
+            if (!ok) {
+                rejected.add(m.id);
+                return undefined;
+            }
+            return full;
+        };
+        for await (const step of this.#follow(signal, since === 'now' || anchor !== undefined, true)) {
+            let items;
+            if (step.kind === 'list') {
+                if (step.initial && since === 'now') {
+                    for (const m of step.items)
+                        notNew.add(m.id);
+                    continue;
+                }
+                if (anchor !== undefined) {
+                    const k = step.items.findIndex((m) => m.id === anchor);
+                    if (k >= 0) {
+                        anchorFound = true;
+                        for (const m of step.items.slice(k))
+                            notNew.add(m.id);
+                    }
+                    else if (!anchorFound) {
+                        throw new MayflyError(`mayfly: since: message ${anchor} is not in the inbox`, { code: 'MESSAGE_NOT_FOUND' });
+                    }
+                }
+                items = [...step.items].reverse(); // oldest first
+            }
+            else {
+                items = [step.item];
+            }
+            for (const m of items) {
+                const got = await consider(m);
+                if (got !== undefined) {
+                    this.#returned.add(got.id);
+                    return got;
+                }
+            }
+        }
+        throw new MayflyError('mayfly: the wait ended without a message'); // #follow only ends by throwing
+    }
+    /**
+     * Follows the inbox: an optional list first (initial: true), then the event
+     * stream with a list after every (re)connect, reconnecting with backoff.
+     * With fallback, after two failed opens in a row it polls the list every
+     * poll interval instead. It ends only by throwing (gone, the signal).
+     */
+    async *#follow(signal, preList, fallback) {
+        let lastList = 0;
+        const listAll = async () => {
+            const all = [];
+            for (let offset = 0;; offset += 100) {
+                const p = await this.#list(100, offset, signal, Infinity);
+                all.push(...p.items);
+                if (!p.hasMore || p.items.length === 0)
+                    break;
+            }
+            lastList = Date.now();
+            return all;
+        };
+        if (preList || !fallback)
+            yield { kind: 'list', items: await listAll(), initial: true };
+        let failures = 0;
+        for (let attempt = 0;; attempt++) {
+            if (fallback && failures >= 2) {
+                this.#o.log('stream unavailable; polling', { every: this.#o.pollInterval });
+                for (;;) {
+                    await sleep(Math.max(0, this.#o.pollInterval - (Date.now() - lastList)), signal);
+                    yield { kind: 'list', items: await listAll(), initial: false };
+                }
+            }
+            const opened = Date.now();
+            let heard = false;
+            let stream;
+            try {
+                stream = await this.#openStream(signal);
+                yield { kind: 'list', items: await listAll(), initial: false };
+                for await (const ev of stream.events()) {
+                    heard = true;
+                    if (ev === undefined)
+                        continue; // a line, not an event: the stream is alive
+                    yield { kind: 'event', item: ev };
+                }
+            }
+            catch (err) {
+                if (signal.aborted || err instanceof InboxGoneError || !transient(err))
+                    throw err;
+                this.#o.log('event stream ended', { err: String(err) });
+            }
+            finally {
+                stream?.close();
+            }
+            if (stream !== undefined && heard)
+                failures = 0;
+            else
+                failures++;
+            if (!(fallback && failures >= 2)) {
+                // Is it alive? A gone inbox ends the stream for good.
+                if (stream !== undefined) {
+                    try {
+                        await this.current({ signal });
+                    }
+                    catch (err) {
+                        if (signal.aborted || err instanceof InboxGoneError || !transient(err))
+                            throw err;
+                    }
+                }
+                if (Date.now() - opened > 60_000)
+                    attempt = 0;
+                await sleep(backoff(attempt + 1, 500, fallback ? 5000 : 30_000), signal);
+            }
+        }
+    }
+    async #openStream(signal) {
+        this.#alive();
+        const ctl = new AbortController();
+        const onAbort = () => ctl.abort(signal.reason);
+        signal.addEventListener('abort', onAbort, { once: true });
+        const openTimer = setTimeout(() => ctl.abort(new MayflyError('mayfly: the event stream did not open in time')), this.#o.streamOpenTimeout);
+        const url = this.#o.base + '/events';
+        const done = () => {
+            clearTimeout(openTimer);
+            signal.removeEventListener('abort', onAbort);
+            ctl.abort();
+        };
+        let res;
+        try {
+            res = await this.#o.fetch(url, { method: 'GET', headers: this.#headers(url, 'text/event-stream'), signal: ctl.signal, redirect: 'manual' });
+        }
+        catch (err) {
+            done();
+            if (signal.aborted)
+                throw signal.reason;
+            throw new MayflyError('mayfly: opening the event stream failed', { cause: err });
+        }
+        clearTimeout(openTimer);
+        this.#jar.store(url, setCookieValues(res.headers));
+        if (res.status !== 200) {
+            const err = await this.#errorOf(res, 'GET', '/events');
+            done();
+            throw err;
+        }
+        if (!(res.headers.get('content-type') ?? '').toLowerCase().startsWith('text/event-stream') || res.body === null) {
+            done();
+            throw new MayflyError('mayfly: the event stream answered with something else');
+        }
+        return new Stream(res.body, this.#o.streamIdleTimeout, ctl, done);
+    }
+    #takeStream() {
+        if (this.#streaming)
+            throw new StreamBusyError();
+        this.#streaming = true;
+    }
+    #alive() {
+        if (this.#gone !== undefined)
+            throw this.#gone;
+    }
+    async #list(limit, offset, signal, attempts) {
+        const q = new URLSearchParams({ limit: String(limit), offset: String(offset) });
+        const out = await this.#call('GET', `/messages?${q}`, undefined, 'safe', signal, attempts);
+        return { items: out.items, limit: out.pagination.limit, offset: out.pagination.offset, hasMore: out.pagination.has_more };
+    }
+    async #message(id, signal, attempts) {
+        const out = await this.#call('GET', `/messages/${encodeURIComponent(id)}`, undefined, 'safe', signal, attempts);
+        return out.message;
+    }
+    #headers(url, accept, json = false) {
+        const h = { accept, 'user-agent': this.#o.userAgent };
+        const cookie = this.#jar.header(url);
+        if (cookie !== '')
+            h['cookie'] = cookie;
+        if (json)
+            h['content-type'] = 'application/json';
+        return h;
+    }
+    /** One API call with the retries of the contract; the data envelope's content. */
+    async #call(method, path, body, kind, opts, attempts = this.#o.maxAttempts) {
+        this.#alive();
+        const url = this.#o.base + path;
+        const { signal, timeout } = opts === undefined || opts instanceof AbortSignal ? { signal: opts, timeout: undefined } : opts;
+        const deadline = timeout === undefined ? Infinity : Date.now() + timeout;
+        for (let attempt = 1;; attempt++) {
+            let wait;
+            let last;
+            try {
+                return await this.#once(method, url, path, body, signal, Math.min(this.#o.requestTimeout, deadline - Date.now()));
+            }
+            catch (err) {
+                if (signal?.aborted)
+                    throw signal.reason;
+                last = err;
+                const w = retryWait(err, kind, attempt, this.#o);
+                if (w === undefined || attempt >= attempts || Date.now() + w >= deadline)
+                    throw err;
+                wait = w;
+            }
+            const e = last;
+            this.#o.log('retrying', { method, path: path.split('?')[0], attempt, wait, status: e.status, code: e.code });
+            await sleep(wait, signal);
+        }
+    }
+    async #once(method, url, path, body, signal, budget) {
+        const ctl = new AbortController();
+        const timer = setTimeout(() => ctl.abort(new MayflyError(`mayfly: ${method} ${path.split('?')[0]}: no answer within ${budget} ms`)), Math.max(0, budget));
+        const onAbort = () => ctl.abort(signal?.reason);
+        if (signal?.aborted)
+            ctl.abort(signal.reason);
+        signal?.addEventListener('abort', onAbort, { once: true });
+        try {
+            let res;
+            try {
+                const init = { method, headers: this.#headers(url, 'application/json', body !== undefined), signal: ctl.signal, redirect: 'manual' };
+                if (body !== undefined)
+                    init.body = JSON.stringify(body);
+                res = await this.#o.fetch(url, init);
+            }
+            catch (err) {
+                if (signal?.aborted)
+                    throw signal.reason;
+                throw new NetworkError(method, path, err, refused(err));
+            }
+            this.#jar.store(url, setCookieValues(res.headers));
+            if (res.status >= 200 && res.status < 300) {
+                if (res.status === 204)
+                    return undefined;
+                let env;
+                try {
+                    env = (await res.json());
+                }
+                catch (err) {
+                    if (signal?.aborted)
+                        throw signal.reason;
+                    throw new NetworkError(method, path, err, false);
+                }
+                if (env === null || typeof env !== 'object' || env.data === undefined) {
+                    throw new MayflyError(`mayfly: ${method} ${path.split('?')[0]}: answer ${res.status} without a data envelope`, { status: res.status });
+                }
+                return env.data;
+            }
+            throw await this.#errorOf(res, method, path);
+        }
+        finally {
+            clearTimeout(timer);
+            signal?.removeEventListener('abort', onAbort);
+        }
+    }
+    /** The typed error of an error answer; marks the inbox gone when the answer says so. */
+    async #errorOf(res, method, path) {
+        let env = {};
+        try {
+            env = JSON.parse(await res.text());
+        }
+        catch {
+            // not the envelope: status only
+        }
+        const init = {
+            status: res.status,
+            code: env?.error?.code,
+            requestId: env?.request_id ?? res.headers.get('x-request-id') ?? undefined,
+            details: env?.error?.details,
+            retryAfter: parseRetryAfter(res.headers.get('retry-after')),
+        };
+        const route = path.split('?')[0];
+        const msg = `mayfly: ${method} ${route}: ${res.status} ${init.code ?? ''}: ${env?.error?.message ?? res.statusText} (request ${init.requestId ?? '-'})`;
+        const sessionGone = res.status === 401 && this.#selected &&
+            (init.code === 'MAILBOX_SESSION_INVALID' || init.code === 'MAILBOX_SESSION_REQUIRED');
+        if (sessionGone || (res.status === 404 && init.code === 'MAILBOX_NOT_FOUND')) {
+            this.#gone = new InboxGoneError(`mayfly: inbox expired or deleted: ${msg}`, init);
+            this.#jar.clear();
+            return this.#gone;
+        }
+        if (res.status === 429 && init.code !== undefined && CREATION_LIMIT_CODES.has(init.code))
+            return new CreationLimitError(msg, init);
+        if (res.status === 429)
+            return new RateLimitedError(msg, init);
+        if (res.status === 401)
+            return new SessionInvalidError(msg, init);
+        return new MayflyError(msg, init);
+    }
+}
+/** A transport failure; refused says nothing was sent. */
+class NetworkError extends MayflyError {
+    refused;
+    constructor(method, path, cause, refused) {
+        super(`mayfly: ${method} ${path.split('?')[0]}: ${refused ? 'connection refused' : 'no answer'}`, { cause });
+        this.name = 'MayflyError';
+        this.refused = refused;
+    }
+}
+function refused(err) {
+    for (let e = err, i = 0; e !== undefined && e !== null && i < 5; e = e.cause, i++) {
+        const code = e.code;
+        if (code === 'ECONNREFUSED')
+            return true;
+        const errors = e.errors; // AggregateError of several addresses
+        if (Array.isArray(errors) && errors.length > 0 && errors.every((x) => x.code === 'ECONNREFUSED'))
+            return true;
+    }
+    return false;
+}
+/** The wait before the next attempt per the contract's retry table, or undefined: not retried. */
+function retryWait(err, kind, attempt, o) {
+    if (err instanceof NetworkError) {
+        if (err.refused || kind === 'safe')
+            return backoff(attempt, o.baseDelay, o.maxDelay);
+        return undefined;
+    }
+    if (!(err instanceof MayflyError) || err instanceof InboxGoneError || err instanceof CreationLimitError)
+        return undefined;
+    const jitter = Math.random() * 250;
+    if ((err.status === 429 && err.code === 'RATE_LIMITED') || (err.status === 503 && err.code === 'REQUEST_PROTECTION')) {
+        return (err.retryAfter ?? 1) * 1000 + jitter;
+    }
+    if (kind === 'safe' && (err.status === 500 || err.status === 503)) {
+        const b = backoff(attempt, o.baseDelay, o.maxDelay);
+        const ra = (err.retryAfter ?? 0) * 1000;
+        return ra > b && ra <= 10_000 ? ra : b;
+    }
+    return undefined;
+}
+/** Transient: what a wait or a stream outlives (the network, 5xx, the request rate). */
+function transient(err) {
+    if (err instanceof InboxGoneError || err instanceof CreationLimitError)
+        return false;
+    if (err instanceof NetworkError)
+        return true;
+    if (err instanceof MayflyError)
+        return err.status === undefined || err.status === 429 || err.status >= 500;
+    return true; // a stream's read error
+}
+/** Full jitter over 2^(attempt-1)·base, capped. */
+export function backoff(attempt, base, cap) {
+    const ceiling = Math.min(cap, base * 2 ** Math.min(attempt - 1, 20));
+    return Math.random() * ceiling;
+}
+function sleep(ms, signal) {
+    return new Promise((resolve, reject) => {
+        if (signal?.aborted)
+            return reject(signal.reason);
+        const t = setTimeout(() => {
+            signal?.removeEventListener('abort', onAbort);
+            resolve();
+        }, ms);
+        const onAbort = () => {
+            clearTimeout(t);
+            reject(signal?.reason);
+        };
+        signal?.addEventListener('abort', onAbort, { once: true });
+    });
+}
+/** One open event stream: yields the message summaries of message.received events (undefined for any other line). */
+class Stream {
+    #body;
+    #idle;
+    #ctl;
+    #done;
+    constructor(body, idle, ctl, done) {
+        this.#body = body;
+        this.#idle = idle;
+        this.#ctl = ctl;
+        this.#done = done;
+    }
+    async *events() {
+        const reader = this.#body.getReader();
+        const decoder = new TextDecoder();
+        const parser = new SSEParser();
+        let timer = setTimeout(() => this.#ctl.abort(new MayflyError('mayfly: the event stream went silent')), this.#idle);
+        try {
+            for (;;) {
+                const { done, value } = await reader.read();
+                if (done)
+                    return;
+                clearTimeout(timer);
+                timer = setTimeout(() => this.#ctl.abort(new MayflyError('mayfly: the event stream went silent')), this.#idle);
+                const evs = parser.push(decoder.decode(value, { stream: true }));
+                yield undefined;
+                for (const ev of evs) {
+                    if (ev.event !== 'message.received')
+                        continue;
+                    let m;
+                    try {
+                        m = JSON.parse(ev.data);
+                    }
+                    catch {
+                        m = undefined;
+                    }
+                    if (m && typeof m.id === 'string' && m.id !== '')
+                        yield m;
+                }
+            }
+        }
+        finally {
+            clearTimeout(timer);
+            reader.releaseLock();
+        }
+    }
+    close() {
+        this.#done();
+    }
+}

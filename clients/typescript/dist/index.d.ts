@@ -1,0 +1,23 @@
+/**
+ * The official TypeScript client of Mayfly, the temporary receive-only inbox
+ * service. Zero runtime dependencies: global fetch, its own event-stream
+ * parser and its own cookie jar per inbox. The behaviour is the shared
+ * contract of clients/SCENARIOS.md.
+ *
+ * @example
+ * const mayfly = new Mayfly({ baseUrl: 'http://127.0.0.1:8080/v1' });
+ * const inbox = await mayfly.createInbox();
+ * await signUp(inbox.address);
+ * const msg = await inbox.waitForMessage({ subject: /Your code/, timeout: 30_000 });
+ * console.log(code(msg));
+ * await inbox.delete();
+ */
+export { Mayfly, Inbox, createClient, MIN_POLL_INTERVAL } from './client.js';
+export type { ClientOptions, CallOptions, CreateInboxOptions, ListOptions, Page, Since, WaitOptions, InboxEvent, } from './client.js';
+export { MayflyError, InboxGoneError, CreationLimitError, RateLimitedError, WaitTimeoutError, StreamBusyError, SessionInvalidError, } from './errors.js';
+export type { MayflyErrorInit } from './errors.js';
+export { links, code, htmlText, htmlUnescape, DEFAULT_CODE } from './helpers.js';
+export { SSEParser } from './sse.js';
+export type { SSEEvent } from './sse.js';
+export { CookieJar, parseSetCookie, setCookieValues } from './cookies.js';
+export type * from './types.js';

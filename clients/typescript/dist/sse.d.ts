@@ -1,0 +1,16 @@
+export interface SSEEvent {
+    /** The event type; "message" when the stream named none. */
+    event: string;
+    data: string;
+    /** The last event id seen, as the stream set it. */
+    id: string;
+}
+/** The longest line kept; a longer one ends the stream (a protocol error). */
+export declare const MAX_LINE: number;
+export declare class SSEParser {
+    #private;
+    /** The stream's retry field, in milliseconds, when it sent one. */
+    retry: number | undefined;
+    /** Feeds a chunk of text; returns the events it completed, in order. */
+    push(chunk: string): SSEEvent[];
+}

@@ -1,0 +1,763 @@
+// The client: one Mayfly service, inboxes each with a cookie jar of its own.
+// The rules (retries, the gone error, waiting, events) are the shared
+// contract of clients/SCENARIOS.md.
+
+import { CookieJar, setCookieValues } from './cookies.js';
+import {
+  CREATION_LIMIT_CODES,
+  CreationLimitError,
+  InboxGoneError,
+  MayflyError,
+  RateLimitedError,
+  SessionInvalidError,
+  StreamBusyError,
+  WaitTimeoutError,
+  parseRetryAfter,
+} from './errors.js';
+import { SSEParser } from './sse.js';
+import type { Mailbox, Message, MessageSummary } from './types.js';
+
+/** The API's floor for polling the message list, in milliseconds. */
+export const MIN_POLL_INTERVAL = 5000;
+
+export interface ClientOptions {
+  /** The API's base URL with its version prefix, e.g. `http://127.0.0.1:8080/v1`. */
+  baseUrl: string;
+  /** Per-request timeout in milliseconds (not the event stream's); default 30 000. */
+  requestTimeout?: number;
+  /** Attempts of a single call, the first included; default 6. Waits and event streams have no cap. */
+  maxAttempts?: number;
+  /** The first backoff's ceiling in ms (default 200); it doubles up to maxDelay (default 5000), full jitter. */
+  baseDelay?: number;
+  maxDelay?: number;
+  /** waitForMessage's polling interval when the stream is unavailable; never under 5000 ms. */
+  pollInterval?: number;
+  /** How long opening the event stream may take (default 10 000 ms) and how long it may stay silent (default 65 000 ms). */
+  streamOpenTimeout?: number;
+  streamIdleTimeout?: number;
+  /** waitForMessage's default timeout in ms; default 60 000. */
+  waitTimeout?: number;
+  userAgent?: string;
+  /** Told about retries, reconnects and fallbacks (never a cookie). */
+  logger?: (event: string, fields: Record<string, unknown>) => void;
+  /** The fetch to use; default the global one. */
+  fetch?: typeof fetch;
+}
+
+export interface CallOptions {
+  /** Ends the call at once, with the signal's reason, whatever it is doing. */
+  signal?: AbortSignal;
+  /**
+   * The whole call's budget in milliseconds, retries included: when the next
+   * retry's wait would pass it, the last error is thrown instead (an
+   * AbortSignal has no deadline a client could read).
+   */
+  timeout?: number;
+}
+
+export interface CreateInboxOptions extends CallOptions {
+  /** Initial lifetime in whole minutes, 1 to 10; the service's default (10) when absent. */
+  lifetimeMinutes?: number;
+}
+
+export interface ListOptions extends CallOptions {
+  /** Page size, 1 to 100; default 20. */
+  limit?: number;
+  offset?: number;
+}
+
+export interface Page {
+  items: MessageSummary[];
+  limit: number;
+  offset: number;
+  hasMore: boolean;
+}
+
+/** Which messages a wait may return (clients/SCENARIOS.md). */
+export type Since = 'unseen' | 'now' | Date | { messageId: string } | (string & {}); // (string & {}) keeps the literals' completion
+
+export interface WaitOptions extends CallOptions {
+  /** A regular expression the subject must match. */
+  subject?: RegExp | string;
+  /** A regular expression the From header must match. */
+  from?: RegExp | string;
+  /** A regular expression text_body must match. */
+  text?: RegExp | string;
+  /** A predicate on the full message. */
+  match?: (message: Message) => boolean;
+  /**
+   * `'unseen'` (default): not yet returned by a wait or message() of this
+   * Inbox; `'now'`: not in the inbox when the wait started; a message id
+   * (a string or `{messageId}`): received after that message; a Date:
+   * received strictly after it (the server's clock).
+   */
+  since?: Since;
+  /** Milliseconds; default the client's waitTimeout (60 s). Past it: WaitTimeoutError. */
+  timeout?: number;
+}
+
+export interface InboxEvent {
+  type: 'message.received';
+  message: MessageSummary;
+  /** Found by the list after a (re)connect rather than announced by the stream. */
+  missed: boolean;
+}
+
+type RetryKind = 'none' | 'refusedOnly' | 'safe';
+
+interface Resolved {
+  base: string;
+  requestTimeout: number;
+  maxAttempts: number;
+  baseDelay: number;
+  maxDelay: number;
+  pollInterval: number;
+  streamOpenTimeout: number;
+  streamIdleTimeout: number;
+  waitTimeout: number;
+  userAgent: string;
+  log: (event: string, fields: Record<string, unknown>) => void;
+  fetch: typeof fetch;
+}
+
+/** Talks to one service; each Inbox made from it has a cookie jar of its own. */
+export class Mayfly {
+  readonly #o: Resolved;
+
+  constructor(options: ClientOptions) {
+    let u: URL;
+    try {
+      u = new URL(options.baseUrl);
+    } catch {
+      throw new MayflyError(`mayfly: base URL ${JSON.stringify(options.baseUrl)}: want http(s)://host/v1`);
+    }
+    if (u.protocol !== 'http:' && u.protocol !== 'https:') {
+      throw new MayflyError(`mayfly: base URL ${JSON.stringify(options.baseUrl)}: want http(s)://host/v1`);
+    }
+    const f = options.fetch ?? globalThis.fetch;
+    if (typeof f !== 'function') throw new MayflyError('mayfly: no global fetch (Node 18 or later is needed)');
+    this.#o = {
+      base: u.toString().replace(/\/+$/, ''),
+      requestTimeout: options.requestTimeout ?? 30_000,
+      maxAttempts: Math.max(1, options.maxAttempts ?? 6),
+      baseDelay: options.baseDelay ?? 200,
+      maxDelay: options.maxDelay ?? 5000,
+      pollInterval: Math.max(MIN_POLL_INTERVAL, options.pollInterval ?? MIN_POLL_INTERVAL),
+      streamOpenTimeout: options.streamOpenTimeout ?? 10_000,
+      streamIdleTimeout: options.streamIdleTimeout ?? 65_000,
+      waitTimeout: options.waitTimeout ?? 60_000,
+      userAgent: options.userAgent ?? 'mayfly-ts-client/1',
+      log: options.logger ?? (() => {}),
+      fetch: f.bind(globalThis),
+    };
+  }
+
+  get baseUrl(): string {
+    return this.#o.base;
+  }
+
+  /**
+   * Creates an inbox and selects it in a new cookie jar. Never retried but
+   * when nothing was done (a request-rate 429, 503 REQUEST_PROTECTION, a
+   * refused connection); a creation limit throws CreationLimitError at once.
+   */
+  async createInbox(options: CreateInboxOptions = {}): Promise<Inbox> {
+    const body = options.lifetimeMinutes === undefined ? {} : { lifetime_minutes: options.lifetimeMinutes };
+    const inbox = new Inbox(this.#o, new CookieJar(this.#o.base));
+    await inbox._create(body, options);
+    return inbox;
+  }
+}
+
+/** createClient(options) is `new Mayfly(options)`. */
+export function createClient(options: ClientOptions): Mayfly {
+  return new Mayfly(options);
+}
+
+/** One inbox with the cookie jar that gives access to it. One event stream at a time. */
+export class Inbox {
+  readonly #o: Resolved;
+  readonly #jar: CookieJar;
+  #mailbox: Mailbox | undefined;
+  #gone: InboxGoneError | undefined;
+  #selected = false;
+  #streaming = false;
+  /** Ids returned by a wait or message(): what `since: 'unseen'` leaves out. */
+  readonly #returned = new Set<string>();
+
+  /** @internal use Mayfly.createInbox */
+  constructor(o: Resolved, jar: CookieJar) {
+    this.#o = o;
+    this.#jar = jar;
+  }
+
+  /** The inbox as last seen (creation, select, current, extend). */
+  get mailbox(): Mailbox {
+    if (this.#mailbox === undefined) throw new MayflyError('mayfly: the inbox was not created');
+    return { ...this.#mailbox };
+  }
+
+  get id(): string {
+    return this.mailbox.id;
+  }
+
+  get address(): string {
+    return this.mailbox.address;
+  }
+
+  /** @internal */
+  async _create(body: object, opts: CallOptions): Promise<void> {
+    const out = await this.#call<{ mailbox: Mailbox }>('POST', '/mailboxes', body, 'none', opts);
+    const id = out.mailbox.id;
+    // The scoped cookie is <prefix>_<id without hyphens>; the prefix is the service's.
+    const suffix = '_' + id.toLowerCase().replace(/-/g, '');
+    if (suffix.length !== 33 || !this.#jar.names().some((n) => n.toLowerCase().endsWith(suffix))) {
+      throw new MayflyError(`mayfly: no mailbox-scoped cookie in the creation answer (mailbox ${id})`);
+    }
+    const selectUrl = `${this.#o.base}/mailboxes/${encodeURIComponent(id)}/select`;
+    if (!this.#jar.header(selectUrl).split('; ').some((c) => c.split('=')[0]!.toLowerCase().endsWith(suffix))) {
+      throw new MayflyError(
+        `mayfly: the mailbox cookie of ${id} is not sent back to ${this.#o.base} (Secure over plain http? ` +
+          'run the service with MAYFLY_COOKIE_SECURE=false, or use https)',
+      );
+    }
+    this.#mailbox = out.mailbox;
+    await this.select(opts);
+  }
+
+  /** Opens a new session with the scoped cookie (replaces the jar's service_session). */
+  async select(options: CallOptions = {}): Promise<Mailbox> {
+    this.#alive();
+    const path = `/mailboxes/${encodeURIComponent(this.id)}/select`;
+    const out = await this.#call<{ mailbox: Mailbox }>('POST', path, undefined, 'refusedOnly', options);
+    this.#mailbox = out.mailbox;
+    this.#selected = true;
+    return this.mailbox;
+  }
+
+  /** Reads the inbox (GET /mailboxes/current). */
+  async current(options: CallOptions = {}): Promise<Mailbox> {
+    const out = await this.#call<{ mailbox: Mailbox }>('GET', '/mailboxes/current', undefined, 'safe', options);
+    this.#mailbox = out.mailbox;
+    return this.mailbox;
+  }
+
+  /** Asks for minutes (1 to 10) more; the grant never passes max_expires_at. Returns the inbox with its new expiry. */
+  async extend(minutes: number, options: CallOptions = {}): Promise<Mailbox> {
+    const out = await this.#call<{ mailbox: Mailbox }>(
+      'PATCH', '/mailboxes/current', { extension_minutes: minutes }, 'refusedOnly', options,
+    );
+    this.#mailbox = out.mailbox;
+    return this.mailbox;
+  }
+
+  /** Destroys the inbox and its messages; from then on every method throws InboxGoneError without a request. */
+  async delete(options: CallOptions = {}): Promise<void> {
+    await this.#call('DELETE', '/mailboxes/current', undefined, 'refusedOnly', options);
+    this.#gone = new InboxGoneError('mayfly: inbox deleted');
+    this.#jar.clear();
+  }
+
+  /** One page of messages, newest first. */
+  async list(options: ListOptions = {}): Promise<Page> {
+    return this.#list(options.limit ?? 20, options.offset ?? 0, options, this.#o.maxAttempts);
+  }
+
+  /** Every page of messages, newest first, fetched as the iteration goes. */
+  async *pages(options: { pageSize?: number; signal?: AbortSignal } = {}): AsyncGenerator<Page, void, undefined> {
+    const size = options.pageSize ?? 100;
+    for (let offset = 0; ; offset += size) {
+      const p = await this.#list(size, offset, options.signal, this.#o.maxAttempts);
+      yield p;
+      if (!p.hasMore || p.items.length === 0) return;
+    }
+  }
+
+  /** Every message summary, newest first, a page at a time. */
+  async *messages(options: { pageSize?: number; signal?: AbortSignal } = {}): AsyncGenerator<MessageSummary, void, undefined> {
+    for await (const p of this.pages(options)) yield* p.items;
+  }
+
+  /** One message with its bodies; it counts as returned for `since: 'unseen'`. */
+  async message(id: string, options: CallOptions = {}): Promise<Message> {
+    const m = await this.#message(id, options, this.#o.maxAttempts);
+    this.#returned.add(m.id);
+    return m;
+  }
+
+  /** Deletes one message. */
+  async deleteMessage(id: string, options: CallOptions = {}): Promise<void> {
+    await this.#call('DELETE', `/messages/${encodeURIComponent(id)}`, undefined, 'refusedOnly', options);
+  }
+
+  /**
+   * The new messages as they arrive (GET /events), across reconnects: after
+   * every (re)connect the list is read and what the stream missed is yielded
+   * (missed: true). Ends with InboxGoneError when the inbox expires or is
+   * deleted; breaking out of the loop or the signal closes the stream.
+   */
+  async *events(options: CallOptions = {}): AsyncGenerator<InboxEvent, void, undefined> {
+    this.#alive();
+    this.#takeStream();
+    const signal = options.signal ?? new AbortController().signal;
+    const seen = new Set<string>();
+    try {
+      for await (const step of this.#follow(signal, false, false)) {
+        const items = step.kind === 'list' ? [...step.items].reverse() : [step.item];
+        for (const m of items) {
+          if (seen.has(m.id)) continue;
+          seen.add(m.id);
+          if (step.kind === 'list' && step.initial) continue; // there before events() began
+          yield { type: 'message.received', message: m, missed: step.kind === 'list' };
+        }
+      }
+    } finally {
+      this.#streaming = false;
+    }
+  }
+
+  /**
+   * The first message that matches and is new in the sense of `since`
+   * (default 'unseen'), with its bodies; the oldest when several qualify.
+   * Follows the event stream, lists after every (re)connect, polls every 5 s
+   * when the stream fails twice in a row, and keeps going through restarts,
+   * refused connections, 503s and 429s until its timeout: WaitTimeoutError.
+   * The signal ends it at once with the signal's reason.
+   */
+  async waitForMessage(options: WaitOptions = {}): Promise<Message> {
+    this.#alive();
+    this.#takeStream();
+    const timeout = options.timeout ?? this.#o.waitTimeout;
+    const ctl = new AbortController();
+    const deadline = new WaitTimeoutError(`mayfly: no matching message within ${timeout} ms`);
+    const timer = setTimeout(() => ctl.abort(deadline), timeout);
+    const user = options.signal;
+    const onAbort = () => ctl.abort(user?.reason);
+    if (user?.aborted) ctl.abort(user.reason);
+    user?.addEventListener('abort', onAbort, { once: true });
+    try {
+      return await this.#wait(options, ctl.signal);
+    } catch (err) {
+      if (ctl.signal.aborted) throw ctl.signal.reason; // the caller's reason, or the wait timeout
+      throw err;
+    } finally {
+      clearTimeout(timer);
+      user?.removeEventListener('abort', onAbort);
+      this.#streaming = false;
+    }
+  }
+
+  async #wait(options: WaitOptions, signal: AbortSignal): Promise<Message> {
+    // A copy without g and y: test() must not carry lastIndex from one message to the next.
+    const re = (p: RegExp | string | undefined) =>
+      p === undefined ? undefined : typeof p === 'string' ? new RegExp(p) : new RegExp(p.source, p.flags.replace(/[gy]/g, ''));
+    const subject = re(options.subject);
+    const from = re(options.from);
+    const text = re(options.text);
+    const since = options.since ?? 'unseen';
+    const anchor = typeof since === 'object' && !(since instanceof Date) ? since.messageId
+      : typeof since === 'string' && since !== 'unseen' && since !== 'now' ? since : undefined;
+    const after = since instanceof Date ? since.getTime() : undefined;
+    const notNew = new Set<string>(); // 'now': there at the start; anchor: the anchor and older
+    const rejected = new Set<string>(); // looked at, did not match
+    let anchorFound = false;
+
+    const qualifies = (m: MessageSummary) => {
+      if (rejected.has(m.id) || notNew.has(m.id)) return false;
+      if (since === 'unseen') return !this.#returned.has(m.id);
+      if (after !== undefined) return Date.parse(m.received_at) > after;
+      return true;
+    };
+    const consider = async (m: MessageSummary): Promise<Message | undefined> => {
+      if (!qualifies(m)) return undefined;
+      if (m.status !== 'pending' && ((subject && !subject.test(m.subject)) || (from && !from.test(m.from)))) {
+        rejected.add(m.id);
+        return undefined;
+      }
+      let full = await this.#message(m.id, signal, Infinity);
+      while (full.status === 'pending') {
+        await sleep(this.#o.pollInterval, signal);
+        full = await this.#message(m.id, signal, Infinity);
+      }
+      const ok = (!subject || subject.test(full.subject)) && (!from || from.test(full.from)) &&
+        (!text || text.test(full.text_body)) && (!options.match || options.match(full));
+      if (!ok) {
+        rejected.add(m.id);
+        return undefined;
+      }
+      return full;
+    };
+
+    for await (const step of this.#follow(signal, since === 'now' || anchor !== undefined, true)) {
+      let items: MessageSummary[];
+      if (step.kind === 'list') {
+        if (step.initial && since === 'now') {
+          for (const m of step.items) notNew.add(m.id);
+          continue;
+        }
+        if (anchor !== undefined) {
+          const k = step.items.findIndex((m) => m.id === anchor);
+          if (k >= 0) {
+            anchorFound = true;
+            for (const m of step.items.slice(k)) notNew.add(m.id);
+          } else if (!anchorFound) {
+            throw new MayflyError(`mayfly: since: message ${anchor} is not in the inbox`, { code: 'MESSAGE_NOT_FOUND' });
+          }
+        }
+        items = [...step.items].reverse(); // oldest first
+      } else {
+        items = [step.item];
+      }
+      for (const m of items) {
+        const got = await consider(m);
+        if (got !== undefined) {
+          this.#returned.add(got.id);
+          return got;
+        }
+      }
+    }
+    throw new MayflyError('mayfly: the wait ended without a message'); // #follow only ends by throwing
+  }
+
+  /**
+   * Follows the inbox: an optional list first (initial: true), then the event
+   * stream with a list after every (re)connect, reconnecting with backoff.
+   * With fallback, after two failed opens in a row it polls the list every
+   * poll interval instead. It ends only by throwing (gone, the signal).
+   */
+  async *#follow(
+    signal: AbortSignal, preList: boolean, fallback: boolean,
+  ): AsyncGenerator<{ kind: 'list'; items: MessageSummary[]; initial: boolean } | { kind: 'event'; item: MessageSummary }> {
+    let lastList = 0;
+    const listAll = async (): Promise<MessageSummary[]> => {
+      const all: MessageSummary[] = [];
+      for (let offset = 0; ; offset += 100) {
+        const p = await this.#list(100, offset, signal, Infinity);
+        all.push(...p.items);
+        if (!p.hasMore || p.items.length === 0) break;
+      }
+      lastList = Date.now();
+      return all;
+    };
+    if (preList || !fallback) yield { kind: 'list', items: await listAll(), initial: true };
+    let failures = 0;
+    for (let attempt = 0; ; attempt++) {
+      if (fallback && failures >= 2) {
+        this.#o.log('stream unavailable; polling', { every: this.#o.pollInterval });
+        for (;;) {
+          await sleep(Math.max(0, this.#o.pollInterval - (Date.now() - lastList)), signal);
+          yield { kind: 'list', items: await listAll(), initial: false };
+        }
+      }
+      const opened = Date.now();
+      let heard = false;
+      let stream: Stream | undefined;
+      try {
+        stream = await this.#openStream(signal);
+        yield { kind: 'list', items: await listAll(), initial: false };
+        for await (const ev of stream.events()) {
+          heard = true;
+          if (ev === undefined) continue; // a line, not an event: the stream is alive
+          yield { kind: 'event', item: ev };
+        }
+      } catch (err) {
+        if (signal.aborted || err instanceof InboxGoneError || !transient(err)) throw err;
+        this.#o.log('event stream ended', { err: String(err) });
+      } finally {
+        stream?.close();
+      }
+      if (stream !== undefined && heard) failures = 0;
+      else failures++;
+      if (!(fallback && failures >= 2)) {
+        // Is it alive? A gone inbox ends the stream for good.
+        if (stream !== undefined) {
+          try {
+            await this.current({ signal });
+          } catch (err) {
+            if (signal.aborted || err instanceof InboxGoneError || !transient(err)) throw err;
+          }
+        }
+        if (Date.now() - opened > 60_000) attempt = 0;
+        await sleep(backoff(attempt + 1, 500, fallback ? 5000 : 30_000), signal);
+      }
+    }
+  }
+
+  async #openStream(signal: AbortSignal): Promise<Stream> {
+    this.#alive();
+    const ctl = new AbortController();
+    const onAbort = () => ctl.abort(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    const openTimer = setTimeout(() => ctl.abort(new MayflyError('mayfly: the event stream did not open in time')), this.#o.streamOpenTimeout);
+    const url = this.#o.base + '/events';
+    const done = () => {
+      clearTimeout(openTimer);
+      signal.removeEventListener('abort', onAbort);
+      ctl.abort();
+    };
+    let res: Response;
+    try {
+      res = await this.#o.fetch(url, { method: 'GET', headers: this.#headers(url, 'text/event-stream'), signal: ctl.signal, redirect: 'manual' });
+    } catch (err) {
+      done();
+      if (signal.aborted) throw signal.reason;
+      throw new MayflyError('mayfly: opening the event stream failed', { cause: err });
+    }
+    clearTimeout(openTimer);
+    this.#jar.store(url, setCookieValues(res.headers));
+    if (res.status !== 200) {
+      const err = await this.#errorOf(res, 'GET', '/events');
+      done();
+      throw err;
+    }
+    if (!(res.headers.get('content-type') ?? '').toLowerCase().startsWith('text/event-stream') || res.body === null) {
+      done();
+      throw new MayflyError('mayfly: the event stream answered with something else');
+    }
+    return new Stream(res.body, this.#o.streamIdleTimeout, ctl, done);
+  }
+
+  #takeStream(): void {
+    if (this.#streaming) throw new StreamBusyError();
+    this.#streaming = true;
+  }
+
+  #alive(): void {
+    if (this.#gone !== undefined) throw this.#gone;
+  }
+
+  async #list(limit: number, offset: number, signal: CallOptions | AbortSignal | undefined, attempts: number): Promise<Page> {
+    const q = new URLSearchParams({ limit: String(limit), offset: String(offset) });
+    const out = await this.#call<{ items: MessageSummary[]; pagination: { limit: number; offset: number; has_more: boolean } }>(
+      'GET', `/messages?${q}`, undefined, 'safe', signal, attempts,
+    );
+    return { items: out.items, limit: out.pagination.limit, offset: out.pagination.offset, hasMore: out.pagination.has_more };
+  }
+
+  async #message(id: string, signal: CallOptions | AbortSignal | undefined, attempts: number): Promise<Message> {
+    const out = await this.#call<{ message: Message }>('GET', `/messages/${encodeURIComponent(id)}`, undefined, 'safe', signal, attempts);
+    return out.message;
+  }
+
+  #headers(url: string, accept: string, json = false): Record<string, string> {
+    const h: Record<string, string> = { accept, 'user-agent': this.#o.userAgent };
+    const cookie = this.#jar.header(url);
+    if (cookie !== '') h['cookie'] = cookie;
+    if (json) h['content-type'] = 'application/json';
+    return h;
+  }
+
+  /** One API call with the retries of the contract; the data envelope's content. */
+  async #call<T>(
+    method: string, path: string, body: object | undefined, kind: RetryKind,
+    opts: CallOptions | AbortSignal | undefined, attempts = this.#o.maxAttempts,
+  ): Promise<T> {
+    this.#alive();
+    const url = this.#o.base + path;
+    const { signal, timeout } = opts === undefined || opts instanceof AbortSignal ? { signal: opts, timeout: undefined } : opts;
+    const deadline = timeout === undefined ? Infinity : Date.now() + timeout;
+    for (let attempt = 1; ; attempt++) {
+      let wait: number;
+      let last: unknown;
+      try {
+        return await this.#once<T>(method, url, path, body, signal, Math.min(this.#o.requestTimeout, deadline - Date.now()));
+      } catch (err) {
+        if (signal?.aborted) throw signal.reason;
+        last = err;
+        const w = retryWait(err, kind, attempt, this.#o);
+        if (w === undefined || attempt >= attempts || Date.now() + w >= deadline) throw err;
+        wait = w;
+      }
+      const e = last as { status?: number; code?: string };
+      this.#o.log('retrying', { method, path: path.split('?')[0], attempt, wait, status: e.status, code: e.code });
+      await sleep(wait, signal);
+    }
+  }
+
+  async #once<T>(
+    method: string, url: string, path: string, body: object | undefined, signal: AbortSignal | undefined, budget: number,
+  ): Promise<T> {
+    const ctl = new AbortController();
+    const timer = setTimeout(() => ctl.abort(new MayflyError(`mayfly: ${method} ${path.split('?')[0]}: no answer within ${budget} ms`)), Math.max(0, budget));
+    const onAbort = () => ctl.abort(signal?.reason);
+    if (signal?.aborted) ctl.abort(signal.reason);
+    signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      let res: Response;
+      try {
+        const init: RequestInit = { method, headers: this.#headers(url, 'application/json', body !== undefined), signal: ctl.signal, redirect: 'manual' };
+        if (body !== undefined) init.body = JSON.stringify(body);
+        res = await this.#o.fetch(url, init);
+      } catch (err) {
+        if (signal?.aborted) throw signal.reason;
+        throw new NetworkError(method, path, err, refused(err));
+      }
+      this.#jar.store(url, setCookieValues(res.headers));
+      if (res.status >= 200 && res.status < 300) {
+        if (res.status === 204) return undefined as T;
+        let env: { data?: T };
+        try {
+          env = (await res.json()) as { data?: T };
+        } catch (err) {
+          if (signal?.aborted) throw signal.reason;
+          throw new NetworkError(method, path, err, false);
+        }
+        if (env === null || typeof env !== 'object' || env.data === undefined) {
+          throw new MayflyError(`mayfly: ${method} ${path.split('?')[0]}: answer ${res.status} without a data envelope`, { status: res.status });
+        }
+        return env.data;
+      }
+      throw await this.#errorOf(res, method, path);
+    } finally {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
+  /** The typed error of an error answer; marks the inbox gone when the answer says so. */
+  async #errorOf(res: Response, method: string, path: string): Promise<MayflyError> {
+    let env: { error?: { code?: string; message?: string; details?: Record<string, unknown> }; request_id?: string } = {};
+    try {
+      env = JSON.parse(await res.text());
+    } catch {
+      // not the envelope: status only
+    }
+    const init = {
+      status: res.status,
+      code: env?.error?.code,
+      requestId: env?.request_id ?? res.headers.get('x-request-id') ?? undefined,
+      details: env?.error?.details,
+      retryAfter: parseRetryAfter(res.headers.get('retry-after')),
+    };
+    const route = path.split('?')[0];
+    const msg = `mayfly: ${method} ${route}: ${res.status} ${init.code ?? ''}: ${env?.error?.message ?? res.statusText} (request ${init.requestId ?? '-'})`;
+    const sessionGone = res.status === 401 && this.#selected &&
+      (init.code === 'MAILBOX_SESSION_INVALID' || init.code === 'MAILBOX_SESSION_REQUIRED');
+    if (sessionGone || (res.status === 404 && init.code === 'MAILBOX_NOT_FOUND')) {
+      this.#gone = new InboxGoneError(`mayfly: inbox expired or deleted: ${msg}`, init);
+      this.#jar.clear();
+      return this.#gone;
+    }
+    if (res.status === 429 && init.code !== undefined && CREATION_LIMIT_CODES.has(init.code)) return new CreationLimitError(msg, init);
+    if (res.status === 429) return new RateLimitedError(msg, init);
+    if (res.status === 401) return new SessionInvalidError(msg, init);
+    return new MayflyError(msg, init);
+  }
+}
+
+/** A transport failure; refused says nothing was sent. */
+class NetworkError extends MayflyError {
+  readonly refused: boolean;
+  constructor(method: string, path: string, cause: unknown, refused: boolean) {
+    super(`mayfly: ${method} ${path.split('?')[0]}: ${refused ? 'connection refused' : 'no answer'}`, { cause });
+    this.name = 'MayflyError';
+    this.refused = refused;
+  }
+}
+
+function refused(err: unknown): boolean {
+  for (let e: unknown = err, i = 0; e !== undefined && e !== null && i < 5; e = (e as { cause?: unknown }).cause, i++) {
+    const code = (e as { code?: unknown }).code;
+    if (code === 'ECONNREFUSED') return true;
+    const errors = (e as { errors?: unknown[] }).errors; // AggregateError of several addresses
+    if (Array.isArray(errors) && errors.length > 0 && errors.every((x) => (x as { code?: unknown }).code === 'ECONNREFUSED')) return true;
+  }
+  return false;
+}
+
+/** The wait before the next attempt per the contract's retry table, or undefined: not retried. */
+function retryWait(err: unknown, kind: RetryKind, attempt: number, o: Resolved): number | undefined {
+  if (err instanceof NetworkError) {
+    if (err.refused || kind === 'safe') return backoff(attempt, o.baseDelay, o.maxDelay);
+    return undefined;
+  }
+  if (!(err instanceof MayflyError) || err instanceof InboxGoneError || err instanceof CreationLimitError) return undefined;
+  const jitter = Math.random() * 250;
+  if ((err.status === 429 && err.code === 'RATE_LIMITED') || (err.status === 503 && err.code === 'REQUEST_PROTECTION')) {
+    return (err.retryAfter ?? 1) * 1000 + jitter;
+  }
+  if (kind === 'safe' && (err.status === 500 || err.status === 503)) {
+    const b = backoff(attempt, o.baseDelay, o.maxDelay);
+    const ra = (err.retryAfter ?? 0) * 1000;
+    return ra > b && ra <= 10_000 ? ra : b;
+  }
+  return undefined;
+}
+
+/** Transient: what a wait or a stream outlives (the network, 5xx, the request rate). */
+function transient(err: unknown): boolean {
+  if (err instanceof InboxGoneError || err instanceof CreationLimitError) return false;
+  if (err instanceof NetworkError) return true;
+  if (err instanceof MayflyError) return err.status === undefined || err.status === 429 || err.status >= 500;
+  return true; // a stream's read error
+}
+
+/** Full jitter over 2^(attempt-1)·base, capped. */
+export function backoff(attempt: number, base: number, cap: number): number {
+  const ceiling = Math.min(cap, base * 2 ** Math.min(attempt - 1, 20));
+  return Math.random() * ceiling;
+}
+
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const t = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(t);
+      reject(signal?.reason);
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/** One open event stream: yields the message summaries of message.received events (undefined for any other line). */
+class Stream {
+  readonly #body: ReadableStream<Uint8Array>;
+  readonly #idle: number;
+  readonly #ctl: AbortController;
+  readonly #done: () => void;
+
+  constructor(body: ReadableStream<Uint8Array>, idle: number, ctl: AbortController, done: () => void) {
+    this.#body = body;
+    this.#idle = idle;
+    this.#ctl = ctl;
+    this.#done = done;
+  }
+
+  async *events(): AsyncGenerator<MessageSummary | undefined> {
+    const reader = this.#body.getReader();
+    const decoder = new TextDecoder();
+    const parser = new SSEParser();
+    let timer = setTimeout(() => this.#ctl.abort(new MayflyError('mayfly: the event stream went silent')), this.#idle);
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) return;
+        clearTimeout(timer);
+        timer = setTimeout(() => this.#ctl.abort(new MayflyError('mayfly: the event stream went silent')), this.#idle);
+        const evs = parser.push(decoder.decode(value, { stream: true }));
+        yield undefined;
+        for (const ev of evs) {
+          if (ev.event !== 'message.received') continue;
+          let m: MessageSummary | undefined;
+          try {
+            m = JSON.parse(ev.data) as MessageSummary;
+          } catch {
+            m = undefined;
+          }
+          if (m && typeof m.id === 'string' && m.id !== '') yield m;
+        }
+      }
+    } finally {
+      clearTimeout(timer);
+      reader.releaseLock();
+    }
+  }
+
+  close(): void {
+    this.#done();
+  }
+}

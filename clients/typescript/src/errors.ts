@@ -1,0 +1,103 @@
+// The error classes. Every error the client throws for the API is a
+// MayflyError or a subclass; cancellation throws the AbortSignal's reason
+// (an AbortError DOMException unless the caller chose another), as fetch does.
+
+export interface MayflyErrorInit {
+  status?: number;
+  code?: string;
+  requestId?: string;
+  details?: Record<string, unknown>;
+  /** Seconds the service asked to wait (Retry-After). */
+  retryAfter?: number;
+  cause?: unknown;
+}
+
+/** The base of every error of the client: an API error answer or a client-side failure. */
+export class MayflyError extends Error {
+  /** The HTTP status; undefined when no answer was read (a network error, a local check). */
+  readonly status: number | undefined;
+  /** The stable error code (`error.code`), e.g. `MAILBOX_SESSION_INVALID`. */
+  readonly code: string | undefined;
+  readonly requestId: string | undefined;
+  readonly details: Record<string, unknown> | undefined;
+  /** Seconds the service asked to wait before trying again (Retry-After), if it said. */
+  readonly retryAfter: number | undefined;
+
+  constructor(message: string, init: MayflyErrorInit = {}) {
+    super(message, init.cause === undefined ? undefined : { cause: init.cause });
+    this.name = 'MayflyError';
+    this.status = init.status;
+    this.code = init.code;
+    this.requestId = init.requestId;
+    this.details = init.details;
+    this.retryAfter = init.retryAfter;
+  }
+}
+
+/**
+ * The inbox expired, was deleted (by this client or otherwise) or its session
+ * was revoked. It cannot be recovered: create a new inbox. After the client's
+ * own delete(), no request is sent.
+ */
+export class InboxGoneError extends MayflyError {
+  constructor(message = 'mayfly: inbox expired or deleted', init: MayflyErrorInit = {}) {
+    super(message, init);
+    this.name = 'InboxGoneError';
+  }
+}
+
+/** A creation limit (per-IP windows, active inboxes, global): never retried; retryAfter says how long to wait. */
+export class CreationLimitError extends MayflyError {
+  constructor(message: string, init: MayflyErrorInit = {}) {
+    super(message, init);
+    this.name = 'CreationLimitError';
+  }
+}
+
+/** The request rate (429 RATE_LIMITED) still refused the call after every attempt. */
+export class RateLimitedError extends MayflyError {
+  constructor(message: string, init: MayflyErrorInit = {}) {
+    super(message, init);
+    this.name = 'RateLimitedError';
+  }
+}
+
+/** waitForMessage's own timeout passed without a matching message. */
+export class WaitTimeoutError extends MayflyError {
+  constructor(message: string, init: MayflyErrorInit = {}) {
+    super(message, init);
+    this.name = 'WaitTimeoutError';
+  }
+}
+
+/** A second event stream (events() or waitForMessage) on one Inbox while one runs. */
+export class StreamBusyError extends MayflyError {
+  constructor(message = 'mayfly: an event stream of this inbox is already open') {
+    super(message);
+    this.name = 'StreamBusyError';
+  }
+}
+
+/** A 401 that does not mean the inbox is gone: a missing or wrong credential. */
+export class SessionInvalidError extends MayflyError {
+  constructor(message: string, init: MayflyErrorInit = {}) {
+    super(message, init);
+    this.name = 'SessionInvalidError';
+  }
+}
+
+export const CREATION_LIMIT_CODES: ReadonlySet<string> = new Set([
+  'CREATION_RATE_LIMITED',
+  'ACTIVE_INBOX_LIMIT',
+  'GLOBAL_CREATION_LIMIT',
+]);
+
+/** Retry-After as seconds: delta-seconds or an HTTP date. */
+export function parseRetryAfter(value: string | null, now = Date.now()): number | undefined {
+  const v = (value ?? '').trim();
+  if (v === '') return undefined;
+  if (/^\d+$/.test(v)) return Number(v);
+  const t = Date.parse(v);
+  if (Number.isNaN(t) || t <= now) return undefined;
+  return (t - now) / 1000;
+}

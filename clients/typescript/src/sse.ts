@@ -1,0 +1,79 @@
+// A small Server-Sent Events parser (the WHATWG event-stream format) over
+// decoded text chunks: it needs no EventSource and keeps no more than one
+// unfinished line and one event's data.
+
+export interface SSEEvent {
+  /** The event type; "message" when the stream named none. */
+  event: string;
+  data: string;
+  /** The last event id seen, as the stream set it. */
+  id: string;
+}
+
+/** The longest line kept; a longer one ends the stream (a protocol error). */
+export const MAX_LINE = 1 << 20;
+
+export class SSEParser {
+  #buf = '';
+  #event = '';
+  #data: string[] = [];
+  #id = '';
+  #sawCR = false;
+  /** The stream's retry field, in milliseconds, when it sent one. */
+  retry: number | undefined;
+
+  /** Feeds a chunk of text; returns the events it completed, in order. */
+  push(chunk: string): SSEEvent[] {
+    const out: SSEEvent[] = [];
+    if (chunk === '') return out;
+    let s = chunk;
+    if (this.#sawCR && s.startsWith('\n')) s = s.slice(1); // CRLF split across chunks
+    this.#sawCR = false;
+    let text = this.#buf + s;
+    let start = 0;
+    for (let i = 0; i < text.length; i++) {
+      const ch = text.charCodeAt(i);
+      if (ch !== 10 && ch !== 13) continue;
+      this.#line(text.slice(start, i), out);
+      if (ch === 13) {
+        if (i + 1 === text.length) this.#sawCR = true;
+        else if (text.charCodeAt(i + 1) === 10) i++;
+      }
+      start = i + 1;
+    }
+    text = text.slice(start);
+    if (text.length > MAX_LINE) throw new Error(`mayfly: an event-stream line over ${MAX_LINE} characters`);
+    this.#buf = text;
+    return out;
+  }
+
+  #line(line: string, out: SSEEvent[]): void {
+    if (line === '') {
+      if (this.#data.length > 0) {
+        out.push({ event: this.#event || 'message', data: this.#data.join('\n'), id: this.#id });
+      }
+      this.#event = '';
+      this.#data = [];
+      return;
+    }
+    if (line.startsWith(':')) return; // a comment: the heartbeat
+    const i = line.indexOf(':');
+    const field = i < 0 ? line : line.slice(0, i);
+    let value = i < 0 ? '' : line.slice(i + 1);
+    if (value.startsWith(' ')) value = value.slice(1);
+    switch (field) {
+      case 'event':
+        this.#event = value;
+        break;
+      case 'data':
+        this.#data.push(value);
+        break;
+      case 'id':
+        if (!value.includes('\0')) this.#id = value;
+        break;
+      case 'retry':
+        if (/^\d+$/.test(value)) this.retry = Number(value);
+        break;
+    }
+  }
+}

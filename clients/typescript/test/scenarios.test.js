@@ -1,0 +1,225 @@
+// The scenarios of clients/SCENARIOS.md against a real stack: a Redis
+// Cluster (MAYFLY_TEST_REDIS_ADDRS) and `bin/mayfly all`, mail sent over
+// SMTP. Each test names its scenario id.
+
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  Mayfly, createClient, code, links,
+  InboxGoneError, WaitTimeoutError, MayflyError, StreamBusyError,
+} from '../dist/index.js';
+import { Stack, stackUnavailable } from './stack.js';
+import { sendMail } from './smtp.js';
+
+const skip = stackUnavailable();
+const stack = new Stack();
+
+/** A fetch that counts what it sends and the statuses it gets. */
+function countingFetch() {
+  const c = { requests: 0, statuses: [] };
+  c.fetch = async (url, init) => {
+    c.requests++;
+    const r = await fetch(url, init);
+    c.statuses.push(r.status);
+    return r;
+  };
+  return c;
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+describe('scenarios', { skip }, () => {
+  let mayfly;
+  before(async () => {
+    await stack.start();
+    mayfly = new Mayfly({ baseUrl: stack.baseUrl });
+  });
+  after(async () => {
+    await stack.stop();
+  });
+
+  test('signup-flow: create, mail a code over SMTP, wait by subject, code(), delete', async () => {
+    const inbox = await mayfly.createInbox({ lifetimeMinutes: 5 });
+    assert.match(inbox.address, /^[^@]+@mayfly\.test$/);
+    const waiting = inbox.waitForMessage({ subject: /Your code/, timeout: 20_000 });
+    await sendMail(stack.smtp, { to: inbox.address, subject: 'Your code', text: 'Welcome! Your code is 482913.' });
+    const msg = await waiting;
+    assert.equal(msg.subject, 'Your code');
+    assert.equal(msg.status, 'ready');
+    assert.equal(code(msg), '482913');
+    await inbox.delete();
+    await assert.rejects(inbox.list(), InboxGoneError);
+  });
+
+  test('resend-code: the same wait twice returns the second code', async () => {
+    const inbox = await mayfly.createInbox({ lifetimeMinutes: 5 });
+    await sendMail(stack.smtp, { to: inbox.address, subject: 'Your code', text: 'code 111111' });
+    const first = await inbox.waitForMessage({ subject: /Your code/, timeout: 20_000 });
+    assert.equal(code(first), '111111');
+    await sendMail(stack.smtp, { to: inbox.address, subject: 'Your code', text: 'code 222222' });
+    const second = await inbox.waitForMessage({ subject: /Your code/, timeout: 20_000 });
+    assert.equal(code(second), '222222');
+    assert.notEqual(second.id, first.id);
+    // since 'now' leaves out what is there; a message id and a time select what came after.
+    await assert.rejects(inbox.waitForMessage({ since: 'now', timeout: 1000 }), WaitTimeoutError);
+    assert.equal((await inbox.waitForMessage({ since: first.id, timeout: 5000 })).id, second.id);
+    assert.equal((await inbox.waitForMessage({ since: new Date(Date.parse(first.received_at)), timeout: 5000 })).id, second.id);
+    await inbox.delete();
+  });
+
+  test('parallel-creates: 6 creations at once from one client all succeed', async () => {
+    const c = countingFetch();
+    const client = createClient({ baseUrl: stack.baseUrl, fetch: c.fetch });
+    const inboxes = await Promise.all(Array.from({ length: 6 }, () => client.createInbox({ lifetimeMinutes: 1 })));
+    assert.equal(new Set(inboxes.map((i) => i.address)).size, 6);
+    await Promise.all(inboxes.map((i) => i.delete()));
+    // 12 requests at once (6 creations, 6 selects) against 8 per second:
+    // the request-rate 429s were retried, not surfaced.
+    assert.ok(c.statuses.includes(429), `statuses ${c.statuses}`);
+  });
+
+  test('edge-restart-mid-wait: the wait survives the node stopping for 3 s', async () => {
+    const inbox = await mayfly.createInbox({ lifetimeMinutes: 5 });
+    const t0 = Date.now();
+    const waiting = inbox.waitForMessage({ subject: /after restart/, timeout: 40_000 });
+    let settled = false;
+    waiting.then(() => { settled = true; }, () => { settled = true; });
+    await sleep(700); // the stream is open
+    await stack.stop();
+    await assert.rejects(fetch(stack.baseUrl + '/domains'), 'the port refuses connections');
+    await sleep(3000);
+    assert.equal(settled, false);
+    await stack.start();
+    await sendMail(stack.smtp, { to: inbox.address, subject: 'after restart', text: 'code 555444' });
+    const msg = await waiting;
+    assert.equal(code(msg), '555444');
+    console.log(`# edge-restart-mid-wait: returned ${Date.now() - t0} ms after the wait began`);
+    await inbox.delete();
+  });
+
+  test('deleted-inbox-every-call: every method fails with InboxGoneError, no request sent', async () => {
+    const c = countingFetch();
+    const client = new Mayfly({ baseUrl: stack.baseUrl, fetch: c.fetch });
+    const inbox = await client.createInbox({ lifetimeMinutes: 1 });
+    await inbox.delete();
+    const sent = c.requests;
+    const calls = {
+      select: () => inbox.select(),
+      current: () => inbox.current(),
+      extend: () => inbox.extend(1),
+      delete: () => inbox.delete(),
+      list: () => inbox.list(),
+      message: () => inbox.message('0b5e2a7c-3f1d-4e8a-9c6b-7d2e1f0a4b93'),
+      deleteMessage: () => inbox.deleteMessage('0b5e2a7c-3f1d-4e8a-9c6b-7d2e1f0a4b93'),
+      waitForMessage: () => inbox.waitForMessage({ timeout: 1000 }),
+      messages: async () => { for await (const _ of inbox.messages()) { /* none */ } },
+      pages: async () => { for await (const _ of inbox.pages()) { /* none */ } },
+      events: async () => { for await (const _ of inbox.events()) { /* none */ } },
+    };
+    for (const [name, call] of Object.entries(calls)) {
+      await assert.rejects(call(), (err) => err instanceof InboxGoneError && err instanceof MayflyError, name);
+    }
+    assert.equal(c.requests, sent, 'a request was sent after delete()');
+
+    // Gone as the service says it: the inbox deleted behind this object's
+    // back (with its own cookie, replayed raw) gives 401 MAILBOX_SESSION_INVALID.
+    let cookie;
+    const spy = new Mayfly({
+      baseUrl: stack.baseUrl,
+      fetch: (url, init) => { cookie = init?.headers?.cookie ?? cookie; return fetch(url, init); },
+    });
+    const other = await spy.createInbox({ lifetimeMinutes: 1 });
+    await other.current();
+    const raw = await fetch(stack.baseUrl + '/mailboxes/current', { method: 'DELETE', headers: { cookie } });
+    assert.equal(raw.status, 204);
+    await raw.arrayBuffer();
+    await assert.rejects(other.current(), (err) => err instanceof InboxGoneError && err.code === 'MAILBOX_SESSION_INVALID');
+    await assert.rejects(other.list(), InboxGoneError);
+    await assert.rejects(other.waitForMessage({ timeout: 1000 }), InboxGoneError);
+  });
+
+  test('rate-limit-429-retried: more calls at once than 8 per second all succeed', async () => {
+    const c = countingFetch();
+    const client = new Mayfly({ baseUrl: stack.baseUrl, fetch: c.fetch });
+    const inbox = await client.createInbox({ lifetimeMinutes: 1 });
+    await sleep(1100); // a fresh one-second window
+    const pages = await Promise.all(Array.from({ length: 20 }, () => inbox.list({ limit: 5 })));
+    assert.equal(pages.length, 20);
+    for (const p of pages) assert.deepEqual(p.items, []);
+    assert.ok(c.statuses.filter((s) => s === 429).length >= 1, `statuses ${c.statuses}`);
+    await inbox.delete();
+  });
+
+  test('html-only-link-and-code: links() unescapes the href, code() finds the code in the HTML', async () => {
+    const inbox = await mayfly.createInbox({ lifetimeMinutes: 5 });
+    const html = '<html><body><p>Your code is <b>739201</b>.</p>' +
+      '<p><a href="https://app.example/verify?token=abc&amp;user=42">Verify your address</a></p></body></html>';
+    await sendMail(stack.smtp, { to: inbox.address, subject: 'Verify', html });
+    const msg = await inbox.waitForMessage({ subject: /^Verify$/, timeout: 20_000 });
+    assert.match(msg.html_body, /&amp;user=42/);
+    const got = links(msg);
+    assert.ok(got.includes('https://app.example/verify?token=abc&user=42'), `links ${JSON.stringify(got)}`);
+    assert.equal(got.filter((u) => u.startsWith('https://app.example/verify')).length, 1);
+    assert.equal(code(msg), '739201');
+    await inbox.delete();
+  });
+
+  test('wait-timeout: a 2 s wait on an empty inbox fails after about 2 s', async () => {
+    const inbox = await mayfly.createInbox({ lifetimeMinutes: 1 });
+    const t0 = Date.now();
+    await assert.rejects(inbox.waitForMessage({ timeout: 2000 }), WaitTimeoutError);
+    const took = Date.now() - t0;
+    assert.ok(took >= 2000 && took < 4000, `took ${took} ms`);
+    // The stream is released: another wait may run.
+    await assert.rejects(inbox.waitForMessage({ timeout: 300 }), WaitTimeoutError);
+    await inbox.delete();
+  });
+
+  test('cancellation: aborting a wait ends it at once with the AbortSignal reason', async () => {
+    const inbox = await mayfly.createInbox({ lifetimeMinutes: 1 });
+    const ctl = new AbortController();
+    const t0 = Date.now();
+    setTimeout(() => ctl.abort(), 500);
+    await assert.rejects(inbox.waitForMessage({ timeout: 20_000, signal: ctl.signal }), (err) => err.name === 'AbortError');
+    const took = Date.now() - t0;
+    assert.ok(took >= 450 && took < 1500, `took ${took} ms`);
+    // One stream per Inbox: a second consumer while one runs is refused.
+    const ctl2 = new AbortController();
+    const it = inbox.events({ signal: ctl2.signal })[Symbol.asyncIterator]();
+    const first = it.next();
+    await sleep(200);
+    await assert.rejects(inbox.waitForMessage({ timeout: 1000 }), StreamBusyError);
+    ctl2.abort();
+    await assert.rejects(first, (err) => err.name === 'AbortError');
+    await inbox.delete();
+  });
+
+  test('events() yields new messages in order; deleting the inbox ends it with InboxGoneError', async () => {
+    const inbox = await mayfly.createInbox({ lifetimeMinutes: 5 });
+    const ctl = new AbortController();
+    const got = [];
+    const done = (async () => {
+      for await (const ev of inbox.events({ signal: ctl.signal })) {
+        got.push(ev);
+        if (got.length === 2) break;
+      }
+    })();
+    await sleep(500);
+    await sendMail(stack.smtp, { to: inbox.address, subject: 'one', text: 'x' });
+    await sendMail(stack.smtp, { to: inbox.address, subject: 'two', text: 'y' });
+    await done;
+    assert.deepEqual(got.map((e) => e.message.subject), ['one', 'two']);
+    assert.equal(got[0].type, 'message.received');
+    const all = [];
+    for await (const m of inbox.messages({ pageSize: 1 })) all.push(m.subject);
+    assert.deepEqual(all, ['two', 'one']);
+    const ext = await inbox.extend(5);
+    assert.ok(Date.parse(ext.expires_at) > Date.now() + 5 * 60_000);
+    // Deleting the inbox ends a running events() with InboxGoneError.
+    const it = inbox.events()[Symbol.asyncIterator]();
+    const next = it.next();
+    await sleep(300);
+    await inbox.delete();
+    await assert.rejects(next, InboxGoneError);
+  });
+});

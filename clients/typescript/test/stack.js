@@ -1,0 +1,115 @@
+// The stack of clients/SCENARIOS.md: `bin/mayfly all` as a child process on
+// free loopback ports, against the cluster of MAYFLY_TEST_REDIS_ADDRS, with a
+// key prefix of its own. Under `make test` or CI=true a missing cluster or
+// binary fails the suite; elsewhere the suite is skipped with the reason.
+
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { randomBytes } from 'node:crypto';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+export const repo = path.resolve(here, '../../..');
+
+/**
+ * Why the stack cannot run here, or undefined when it can. Under `make test`
+ * (which always sets MAYFLY_TEST_REDIS_ADDRS) or CI=true, a missing cluster
+ * or binary throws: the suite fails, never skips.
+ */
+export function stackUnavailable() {
+  const strict = process.env.CI === 'true' || !!process.env.MAYFLY_TEST_REDIS_ADDRS;
+  let why;
+  if (!process.env.MAYFLY_TEST_REDIS_ADDRS) why = 'MAYFLY_TEST_REDIS_ADDRS is not set (make test sets it)';
+  else if (!existsSync(binary())) why = `${binary()} is missing (make build)`;
+  if (why !== undefined && strict) throw new Error(`the stack is required under make test / CI=true: ${why}`);
+  return why;
+}
+
+export function binary() {
+  return process.env.MAYFLY_BIN ?? path.join(repo, 'bin', 'mayfly');
+}
+
+async function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.unref();
+    s.on('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export class Stack {
+  constructor() {
+    this.prefix = `ts${randomBytes(4).toString('hex')}`;
+    this.proc = undefined;
+    this.log = [];
+  }
+
+  async start() {
+    if (this.http === undefined) {
+      this.http = `127.0.0.1:${await freePort()}`;
+      this.smtp = `127.0.0.1:${await freePort()}`;
+      this.admin = `127.0.0.1:${await freePort()}`;
+    }
+    const env = {
+      ...process.env,
+      MAYFLY_REDIS_ADDRS: process.env.MAYFLY_TEST_REDIS_ADDRS,
+      MAYFLY_REDIS_PREFIX: this.prefix,
+      MAYFLY_HTTP_ADDR: this.http,
+      MAYFLY_SMTP_ADDR: this.smtp,
+      MAYFLY_ADMIN_ADDR: this.admin,
+      MAYFLY_SMTP_HOSTNAME: 'mx.mayfly.test',
+      MAYFLY_DOMAINS: 'mayfly.test',
+      MAYFLY_COOKIE_SECURE: 'false',
+      MAYFLY_RATE_REQUESTS_PER_SECOND: '8',
+      MAYFLY_RATE_CREATE_PER_MINUTE: '100',
+      MAYFLY_RATE_CREATE_PER_HOUR: '1000',
+      MAYFLY_RATE_CREATE_PER_DAY: '1000',
+      MAYFLY_RATE_ACTIVE_PER_IP: '100',
+      MAYFLY_SHUTDOWN_TIMEOUT: '1s',
+      MAYFLY_EVENTS_HEARTBEAT: '2s',
+      MAYFLY_LOG_LEVEL: 'warn',
+    };
+    const proc = spawn(binary(), ['all'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+    this.proc = proc;
+    proc.stderr.setEncoding('utf8');
+    proc.stderr.on('data', (d) => {
+      this.log.push(d);
+      if (this.log.length > 200) this.log.shift();
+    });
+    this.exited = new Promise((resolve) => proc.once('exit', resolve));
+    const until = Date.now() + 20_000;
+    for (;;) {
+      if (proc.exitCode !== null) throw new Error(`mayfly all exited ${proc.exitCode}: ${this.log.join('')}`);
+      try {
+        const r = await fetch(`http://${this.admin}/readyz`);
+        await r.arrayBuffer();
+        if (r.ok) break;
+      } catch {
+        // not listening yet
+      }
+      if (Date.now() > until) throw new Error(`mayfly all not ready in 20 s: ${this.log.join('')}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    return this;
+  }
+
+  /** Stops the node (SIGTERM, then SIGKILL) and waits for it to exit: its ports refuse connections. */
+  async stop() {
+    const p = this.proc;
+    if (p === undefined || p.exitCode !== null || p.signalCode !== null) return;
+    p.kill('SIGTERM');
+    const killer = setTimeout(() => p.kill('SIGKILL'), 5000);
+    await this.exited;
+    clearTimeout(killer);
+  }
+
+  get baseUrl() {
+    return `http://${this.http}/v1`;
+  }
+}

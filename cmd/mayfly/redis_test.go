@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -98,6 +99,26 @@ func TestManagedRedis(t *testing.T) {
 		return env
 	}
 
+	// A client built as the node builds its own. Redis 7.0 lists a replica
+	// in CLUSTER SLOTS only once gossip reports a replication offset above
+	// 0, which on an idle primary waits for its replication ping (every
+	// 10 s by default): ping every second.
+	opt := storage.ClientOption(c.addrs[:1], 2*time.Second)
+	opt.Password, opt.TLSConfig = c.password, mustTLS(t, c.certs.CA)
+	client, err := rueidis.NewClient(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	for addr, node := range client.Nodes() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := node.Do(ctx, node.B().ConfigSet().ParameterValue().ParameterValue("repl-ping-replica-period", "1").Build()).Error()
+		cancel()
+		if err != nil {
+			t.Fatalf("CONFIG SET on %s: %v", addr, err)
+		}
+	}
+
 	t.Run("stack", func(t *testing.T) {
 		start := time.Now()
 		logs := runAllFlow(t, secure(map[string]string{
@@ -118,14 +139,7 @@ func TestManagedRedis(t *testing.T) {
 		}
 		// The replicas, found through CLUSTER SLOTS once gossip has told the
 		// seed of them, take the same TLS and AUTH: a client built as the
-		// node builds its own reaches and PINGs all three.
-		opt := storage.ClientOption(c.addrs[:1], 2*time.Second)
-		opt.Password, opt.TLSConfig = c.password, mustTLS(t, c.certs.CA)
-		client, err := rueidis.NewClient(opt)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer client.Close()
+		// node builds its own reaches all three and asks each its ROLE.
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		for replicas := 0; replicas != 3; {
@@ -148,6 +162,22 @@ func TestManagedRedis(t *testing.T) {
 	})
 
 	other := storagetest.NewCerts(t) // a CA that did not sign the cluster's certificates
+	// A server that answers in plaintext, as a Redis without TLS would.
+	plain, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { plain.Close() }) // after the parallel subtests
+	go func() {
+		for {
+			conn, err := plain.Accept()
+			if err != nil {
+				return
+			}
+			conn.Write([]byte("-ERR unknown command\r\n"))
+			conn.Close()
+		}
+	}()
 	refusals := []struct {
 		name    string
 		env     map[string]string
@@ -157,6 +187,7 @@ func TestManagedRedis(t *testing.T) {
 		{"no password", map[string]string{"MAYFLY_REDIS_USERNAME": "", "MAYFLY_REDIS_PASSWORD": ""}, "NOAUTH"},
 		{"certificate from another CA", map[string]string{"MAYFLY_REDIS_TLS_CA_FILE": other.CA}, "certificate signed by unknown authority"},
 		{"server name not in the certificate", map[string]string{"MAYFLY_REDIS_TLS_SERVER_NAME": "redis.example"}, "not redis.example"},
+		{"TLS to a plaintext port", map[string]string{"MAYFLY_REDIS_ADDRS": plain.Addr().String()}, "does not speak TLS"},
 	}
 	for _, tc := range refusals {
 		t.Run(tc.name, func(t *testing.T) {

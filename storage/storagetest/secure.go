@@ -7,6 +7,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/redis/rueidis"
 )
 
 // The test Redis may require a password and TLS, like a managed Redis
@@ -76,4 +78,16 @@ func Env(t testing.TB) map[string]string {
 		env["MAYFLY_REDIS_TLS_CA_FILE"] = s.CAFile
 	}
 	return env
+}
+
+// Secure returns opt with the test Redis's credentials and TLS settings, for
+// a test that builds a client of its own to a node of the test Redis.
+func Secure(t testing.TB, opt rueidis.ClientOption) rueidis.ClientOption {
+	t.Helper()
+	s, err := securityFromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt.Username, opt.Password, opt.TLSConfig = s.Username, s.Password, s.TLS
+	return opt
 }

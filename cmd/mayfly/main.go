@@ -266,7 +266,11 @@ func connect(ctx context.Context, cfg config, log *slog.Logger) (rueidis.Client,
 			log.Error("redis refused the connection", "addrs", cfg.redisAddrs, "err", perr)
 			return nil, perr
 		}
-		log.Warn("redis not reachable; retrying", "addrs", cfg.redisAddrs, "err", err, "retry_in", backoff.String())
+		attrs := []any{"addrs", cfg.redisAddrs, "err", err, "retry_in", backoff.String()}
+		if hint := redisRetryHint(cfg.redis, err); hint != "" {
+			attrs = append(attrs, "hint", hint)
+		}
+		log.Warn("redis not reachable; retrying", attrs...)
 		select {
 		case <-ctx.Done():
 			return nil, fmt.Errorf("connect to redis: %w", err)

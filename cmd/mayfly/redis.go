@@ -5,9 +5,11 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strings"
+	"syscall"
 
 	"github.com/redis/rueidis"
 )
@@ -143,6 +145,16 @@ func permanentRedisError(err error) error {
 		return fmt.Errorf("redis TLS: the server refused the handshake (a client certificate may be required: MAYFLY_REDIS_TLS_CERT_FILE): %w", err)
 	}
 	return nil
+}
+
+// redisRetryHint names a likely misconfiguration behind a connection error
+// that is retried because it may also be transient: a TLS-only Redis resets
+// a plaintext connection, which looks like a Redis restarting.
+func redisRetryHint(r redisSecurity, err error) string {
+	if r.tls == nil && (errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF)) {
+		return "if this Redis requires TLS, set MAYFLY_REDIS_TLS=true"
+	}
+	return ""
 }
 
 // secret holds a credential so that no formatting of a config, by fmt

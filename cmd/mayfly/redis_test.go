@@ -189,6 +189,25 @@ func TestManagedRedis(t *testing.T) {
 		{"server name not in the certificate", map[string]string{"MAYFLY_REDIS_TLS_SERVER_NAME": "redis.example"}, "not redis.example"},
 		{"TLS to a plaintext port", map[string]string{"MAYFLY_REDIS_ADDRS": plain.Addr().String()}, "does not speak TLS"},
 	}
+	// A plaintext client is reset by a TLS-only port. That is retried (a
+	// Redis restarting looks the same), with a hint in the log.
+	t.Run("plaintext to a TLS port", func(t *testing.T) {
+		t.Parallel()
+		env := secure(map[string]string{"MAYFLY_REDIS_TLS": "false", "MAYFLY_REDIS_TLS_CA_FILE": ""})
+		env["MAYFLY_HTTP_ADDR"], env["MAYFLY_SMTP_ADDR"], env["MAYFLY_ADMIN_ADDR"] = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		var logs strings.Builder
+		if err := run(ctx, []string{"all"}, func(k string) string { return env[k] }, io.Discard, &logs); err == nil {
+			t.Fatal("run succeeded in plaintext against a TLS-only cluster")
+		}
+		if !strings.Contains(logs.String(), "MAYFLY_REDIS_TLS=true") {
+			t.Errorf("the retries give no TLS hint:\n%s", logs.String())
+		}
+		if strings.Contains(logs.String(), c.password) {
+			t.Error("the Redis password appears in the node's output")
+		}
+	})
 	for _, tc := range refusals {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

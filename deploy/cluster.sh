@@ -7,6 +7,21 @@
 # is cluster-node-timeout, how long a node may be silent before it is failed
 # over.
 #
+# A cluster like a managed Redis (AUTH and TLS):
+#   MAYFLY_CLUSTER_PASSWORD   every node gets requirepass and masterauth (from
+#                             a mode-600 config file in the dir, not the
+#                             command line); redis-cli gets it in REDISCLI_AUTH.
+#   MAYFLY_CLUSTER_TLS_DIR    a dir holding ca.crt, redis.crt and redis.key (a
+#                             CA and a certificate for 127.0.0.1 signed by it,
+#                             usable for server and client auth; tests make
+#                             them with storagetest.WriteCerts, by hand:
+#                             go run ./storage/storagetest/gencerts DIR). Each
+#                             node then listens with TLS only (--port 0
+#                             --tls-port), and the cluster bus and replication
+#                             use TLS too; clients need not present a
+#                             certificate (tls-auth-clients optional).
+# `down` and `addrs` need neither.
+#
 # Where the cluster lives:
 #   MAYFLY_CLUSTER_DIR set:   that directory holds the nodes' data, pidfiles,
 #                             logs and the addrs file. Use this when several
@@ -29,6 +44,9 @@ REPLICAS=${MAYFLY_CLUSTER_REPLICAS:-0}
 NODE_TIMEOUT=${MAYFLY_CLUSTER_NODE_TIMEOUT:-5000}
 NODES=$((3 * (1 + REPLICAS)))
 state_file="$repo/.cluster/state"
+if [[ -n ${MAYFLY_CLUSTER_PASSWORD:-} ]]; then
+	export REDISCLI_AUTH=$MAYFLY_CLUSTER_PASSWORD
+fi
 
 usage() { die "usage: $0 up|down|addrs"; }
 
@@ -96,6 +114,34 @@ cluster_alive() {
 	[[ $(node_pids "$dir" | wc -l) -eq $NODES ]]
 }
 
+# security_args DIR: sets security (the node's config file with the password,
+# and its TLS files) and listen (its client port, @PORT@ to be filled in).
+security_args() {
+	local dir=$1 tls=${MAYFLY_CLUSTER_TLS_DIR:-} pw f
+	security=() listen=(--port @PORT@)
+	if [[ -n ${MAYFLY_CLUSTER_PASSWORD:-} ]]; then
+		# A quoted string in redis.conf: escape \ and ".
+		pw=${MAYFLY_CLUSTER_PASSWORD//\\/\\\\}
+		pw=${pw//\"/\\\"}
+		(
+			umask 077
+			printf 'requirepass "%s"\nmasterauth "%s"\n' "$pw" "$pw" >"$dir/auth.conf"
+		)
+		# A config file must be redis-server's first argument.
+		security=("$dir/auth.conf")
+	fi
+	if [[ -n $tls ]]; then
+		tls=$(cd "$tls" && pwd)
+		for f in ca.crt redis.crt redis.key; do
+			[[ -r $tls/$f ]] || die "MAYFLY_CLUSTER_TLS_DIR: $tls/$f is missing"
+		done
+		listen=(--port 0 --tls-port @PORT@)
+		security+=(--tls-cluster yes --tls-replication yes --tls-auth-clients optional
+			--tls-cert-file "$tls/redis.crt" --tls-key-file "$tls/redis.key"
+			--tls-ca-cert-file "$tls/ca.crt")
+	fi
+}
+
 # start_node DIR: starts one cluster node on a free port (retrying when it
 # loses a port to someone else) and prints its port.
 start_node() {
@@ -106,8 +152,8 @@ start_node() {
 		# Record the port before starting so `down` finds the node even if we
 		# are stopped before its pidfile exists.
 		printf '%s\n' "$port" >>"$dir/ports"
-		redis-server \
-			--port "$port" --bind 127.0.0.1 \
+		redis-server "${security[@]}" --bind 127.0.0.1 \
+			"${listen[@]/@PORT@/$port}" \
 			--cluster-enabled yes --cluster-config-file "nodes-$port.conf" \
 			--cluster-node-timeout "$NODE_TIMEOUT" \
 			--cluster-replica-validity-factor 0 --repl-diskless-sync-delay 0 \
@@ -139,7 +185,7 @@ wait_cluster_ok() {
 	for ((i = 0; i < 300; i++)); do
 		ok=1
 		for port in "$@"; do
-			info=$(redis-cli -h 127.0.0.1 -p "$port" cluster info 2>/dev/null | tr -d '\r')
+			info=$(redis_cli -h 127.0.0.1 -p "$port" cluster info 2>/dev/null | tr -d '\r')
 			if ! grep -qx 'cluster_state:ok' <<<"$info" ||
 				! grep -qx 'cluster_slots_ok:16384' <<<"$info" ||
 				! grep -qx "cluster_known_nodes:$#" <<<"$info"; then
@@ -160,7 +206,7 @@ wait_replicas_synced() {
 	for ((i = 0; i < 300; i++)); do
 		ok=1
 		for port in "$@"; do
-			info=$(redis-cli -h 127.0.0.1 -p "$port" info replication 2>/dev/null | tr -d '\r')
+			info=$(redis_cli -h 127.0.0.1 -p "$port" info replication 2>/dev/null | tr -d '\r')
 			if grep -qx 'role:slave' <<<"$info" &&
 				{ ! grep -qx 'master_link_status:up' <<<"$info" || ! grep -qx 'master_sync_in_progress:0' <<<"$info"; }; then
 				ok=
@@ -219,6 +265,7 @@ cmd_up() {
 	trap 'exit 130' INT
 	trap 'exit 143' TERM
 
+	security_args "$dir"
 	for ((n = 0; n < NODES; n++)); do
 		port=$(start_node "$dir")
 		ports+=("$port")
@@ -227,7 +274,7 @@ cmd_up() {
 	# Only the ports that made it: `down` must not chase the ones we gave up.
 	printf '%s\n' "${ports[@]}" >"$dir/ports"
 
-	redis-cli --cluster create "${hostports[@]}" --cluster-replicas "$REPLICAS" --cluster-yes \
+	redis_cli --cluster create "${hostports[@]}" --cluster-replicas "$REPLICAS" --cluster-yes \
 		>"$dir/create.log" 2>&1 ||
 		die "redis-cli --cluster create failed: $(tail -n 5 "$dir/create.log")"
 	wait_cluster_ok "${ports[@]}" ||

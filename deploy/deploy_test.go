@@ -40,7 +40,10 @@ func TestSystemdUnitsVerify(t *testing.T) {
 		}
 		text := string(unit)
 		for _, want := range []string{"DynamicUser=yes", "Restart=on-failure", "EnvironmentFile=/etc/mayfly/" + kind + ".env",
-			"ExecStart=/usr/local/bin/mayfly " + kind, "NoNewPrivileges=yes", "ProtectSystem=strict"} {
+			"ExecStart=/usr/local/bin/mayfly " + kind, "NoNewPrivileges=yes", "ProtectSystem=strict",
+			// The Redis password is a credential file, never an environment value.
+			"LoadCredential=redis-password:/etc/mayfly/redis-password",
+			"Environment=MAYFLY_REDIS_PASSWORD_FILE=%d/redis-password"} {
 			if !strings.Contains(text, want+"\n") {
 				t.Errorf("mayfly-%s.service lacks %q", kind, want)
 			}
@@ -50,6 +53,9 @@ func TestSystemdUnitsVerify(t *testing.T) {
 		env, err := os.ReadFile(filepath.Join("systemd", kind+".env.example"))
 		if err != nil {
 			t.Fatal(err)
+		}
+		if strings.Contains(string(env), "MAYFLY_REDIS_PASSWORD=") {
+			t.Errorf("%s.env.example sets MAYFLY_REDIS_PASSWORD: the password belongs in the credential file", kind)
 		}
 		if err := os.WriteFile(filepath.Join(dir, kind+".env"), env, 0o600); err != nil {
 			t.Fatal(err)

@@ -34,9 +34,21 @@ random_port() {
 	die "no free loopback port found in $MAYFLY_PORT_LOW-$MAYFLY_PORT_HIGH"
 }
 
+# redis_cli ARGS...: redis-cli, over TLS when MAYFLY_CLUSTER_TLS_DIR names the
+# certificates of a TLS cluster (deploy/cluster.sh). A password travels in
+# REDISCLI_AUTH, which redis-cli reads: never on a command line, where ps
+# would show it.
+redis_cli() {
+	if [[ -n ${MAYFLY_CLUSTER_TLS_DIR:-} ]]; then
+		redis-cli --tls --cacert "$MAYFLY_CLUSTER_TLS_DIR/ca.crt" "$@"
+	else
+		redis-cli "$@"
+	fi
+}
+
 # redis_info_field PORT FIELD: one field of INFO from the server on PORT.
 redis_info_field() {
-	redis-cli -h 127.0.0.1 -p "$1" info 2>/dev/null | tr -d '\r' | sed -n "s/^$2://p"
+	redis_cli -h 127.0.0.1 -p "$1" info 2>/dev/null | tr -d '\r' | sed -n "s/^$2://p"
 }
 
 # pid_alive PID: true while PID runs. A zombie counts as gone: daemonized

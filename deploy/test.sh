@@ -8,6 +8,11 @@
 #
 # Extra arguments go to `go test` in place of ./... (e.g. `./storage/...`);
 # GOTESTFLAGS adds flags (e.g. GOTESTFLAGS='-run TestX -v').
+#
+# MAYFLY_TEST_TLS=1 makes the shared cluster one like a managed Redis: a
+# random password and TLS only, with certificates made for the run
+# (storage/storagetest/gencerts); the tests reach it through
+# MAYFLY_TEST_REDIS_PASSWORD and MAYFLY_TEST_REDIS_TLS_CA_FILE.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -36,7 +41,18 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 t0=$(ms)
-addrs=$(bash "$here/cluster.sh" up)
+if [[ -n ${MAYFLY_TEST_TLS:-} ]]; then
+	# Only cluster.sh sees the MAYFLY_CLUSTER_* settings: the clusters that
+	# tests start with it themselves (deploy/topology) stay plaintext.
+	tls_dir=$MAYFLY_CLUSTER_DIR/tls
+	(cd "$repo" && go run ./storage/storagetest/gencerts "$tls_dir")
+	password=$(head -c 18 /dev/urandom | base64 | tr '+/' '-_')
+	addrs=$(MAYFLY_CLUSTER_TLS_DIR=$tls_dir MAYFLY_CLUSTER_PASSWORD=$password bash "$here/cluster.sh" up)
+	export MAYFLY_TEST_REDIS_PASSWORD=$password MAYFLY_TEST_REDIS_TLS_CA_FILE=$tls_dir/ca.crt
+	log "the cluster requires a password and TLS"
+else
+	addrs=$(bash "$here/cluster.sh" up)
+fi
 log "cluster $addrs up in $(($(ms) - t0)) ms"
 
 pkgs=("$@")

@@ -675,7 +675,7 @@ func TestUnavailable(t *testing.T) {
 	for addr = range l.client.Nodes() {
 		break
 	}
-	single, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}, ForceSingleClient: true})
+	single, err := rueidis.NewClient(storagetest.Secure(t, rueidis.ClientOption{InitAddress: []string{addr}, ForceSingleClient: true}))
 	if err != nil {
 		t.Fatal(err)
 	}

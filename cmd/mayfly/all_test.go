@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -22,21 +23,40 @@ import (
 // mailbox over HTTP, send to its address over SMTP, read it over HTTP.
 func TestRunAll(t *testing.T) {
 	t.Parallel()
-	env := map[string]string{
-		"MAYFLY_REDIS_ADDRS":   strings.Join(storagetest.Addrs(t), ","),
-		"MAYFLY_REDIS_PREFIX":  storagetest.Prefix(t),
+	runAllFlow(t, testEnv(t, map[string]string{"MAYFLY_REDIS_PREFIX": storagetest.Prefix(t)}))
+}
+
+// testEnv is env plus the settings that reach the test Redis
+// (storagetest.Env: its addresses and, if it needs them, password and TLS).
+func testEnv(t testing.TB, env map[string]string) map[string]string {
+	t.Helper()
+	out := storagetest.Env(t)
+	maps.Copy(out, env)
+	return out
+}
+
+// runAllFlow runs `mayfly all` on :0 ports with env (which names the Redis)
+// and follows a message from SMTP to the REST API: create a mailbox over
+// HTTP with a cookie jar, open its event stream, send to its address over
+// SMTP, get the event, read the message over HTTP, check /readyz and
+// /metrics, and stop the node. It returns everything the node logged.
+func runAllFlow(t *testing.T, env map[string]string) string {
+	t.Helper()
+	env = maps.Clone(env)
+	maps.Copy(env, map[string]string{
 		"MAYFLY_HTTP_ADDR":     "127.0.0.1:0",
 		"MAYFLY_SMTP_ADDR":     "127.0.0.1:0",
 		"MAYFLY_ADMIN_ADDR":    "127.0.0.1:0",
 		"MAYFLY_COOKIE_SECURE": "false",
 		"MAYFLY_SMTP_HOSTNAME": "mx.mayfly.test",
-	}
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	logs, logw := io.Pipe()
+	var logged bytes.Buffer // slog serialises its writes; read after run returns
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"all"}, func(k string) string { return env[k] }, io.Discard, logw)
+		done <- run(ctx, []string{"all"}, func(k string) string { return env[k] }, io.Discard, io.MultiWriter(logw, &logged))
 		logw.Close()
 	}()
 	addrs := listeningAddrs(t, logs, "http", "smtp", "admin")
@@ -141,6 +161,7 @@ func TestRunAll(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("run did not return after its context ended")
 	}
+	return logged.String()
 }
 
 // listeningAddrs reads run's JSON log until every kind has logged its

@@ -26,15 +26,14 @@ import (
 func service(t *testing.T) (api, smtpAddr, prefix string) {
 	t.Helper()
 	prefix = storagetest.Prefix(t)
-	env := map[string]string{
-		"MAYFLY_REDIS_ADDRS":   strings.Join(storagetest.Addrs(t), ","),
+	env := testEnv(t, map[string]string{
 		"MAYFLY_REDIS_PREFIX":  prefix,
 		"MAYFLY_HTTP_ADDR":     "127.0.0.1:0",
 		"MAYFLY_SMTP_ADDR":     "127.0.0.1:0",
 		"MAYFLY_ADMIN_ADDR":    "127.0.0.1:0",
 		"MAYFLY_COOKIE_SECURE": "false",
 		"MAYFLY_DOMAINS":       "mayfly.test",
-	}
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	logs, logw := io.Pipe()
 	done := make(chan struct{})

@@ -23,6 +23,14 @@ var settings = []setting{
 	{"MAYFLY_REDIS_TIMEOUT", "2s", "budget for the Redis calls of one request; past it the client gets 503 DEPENDENCY_UNAVAILABLE (SMTP: per recipient check or delivery, past it 451 4.3.0)"},
 	{"MAYFLY_REDIS_MIN_REPLICAS", "auto", "replicas that must acknowledge a delivery or a creation before SMTP answers 250 (API: 201); auto: 1 when the mailbox's primary has a healthy replica, else 0; 0 never waits"},
 	{"MAYFLY_REDIS_REPLICA_TIMEOUT", "200ms", "how long to wait for that acknowledgement; past it SMTP answers 451 4.3.0 (the retry is stored once) and creation 503 DEPENDENCY_UNAVAILABLE"},
+	{"MAYFLY_REDIS_USERNAME", "", "Redis ACL user (AUTH username password); empty: the default user. Needs a password"},
+	{"MAYFLY_REDIS_PASSWORD", "", "Redis password (requirepass or the ACL user's); prefer MAYFLY_REDIS_PASSWORD_FILE for secrets. Never logged"},
+	{"MAYFLY_REDIS_PASSWORD_FILE", "", "file holding the Redis password (a mounted Secret, a systemd credential); one trailing newline is trimmed; setting it and MAYFLY_REDIS_PASSWORD is an error"},
+	{"MAYFLY_REDIS_TLS", "false", "true: connect to every Redis node (seeds, discovered primaries and replicas) over TLS, verifying its certificate"},
+	{"MAYFLY_REDIS_TLS_CA_FILE", "", "PEM bundle of the CAs that sign the Redis certificates; empty: the system roots"},
+	{"MAYFLY_REDIS_TLS_SERVER_NAME", "", "name every Redis certificate is verified against (and sent as SNI); empty: the host of each node's address"},
+	{"MAYFLY_REDIS_TLS_CERT_FILE", "", "PEM client certificate for Redis servers that require one (tls-auth-clients yes); with MAYFLY_REDIS_TLS_KEY_FILE"},
+	{"MAYFLY_REDIS_TLS_KEY_FILE", "", "PEM private key of MAYFLY_REDIS_TLS_CERT_FILE"},
 	{"MAYFLY_HTTP_ADDR", "127.0.0.1:8080", "public API listener (edge); the API lives under /v1"},
 	{"MAYFLY_SMTP_ADDR", "127.0.0.1:2525", "SMTP listener (ingest)"},
 	{"MAYFLY_SMTP_HOSTNAME", "", "name in the SMTP greeting and EHLO reply; empty: the machine's hostname"},
@@ -74,6 +82,7 @@ type config struct {
 	redisTimeout    time.Duration
 	minReplicas     int // storage.Config.MinReplicas: 0 auto, -1 never wait
 	replicaTimeout  time.Duration
+	redis           redisSecurity
 	httpAddr        string
 	smtpAddr        string
 	smtp            smtpConfig
@@ -155,6 +164,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		proxyFrom:      p.prefixes("MAYFLY_SMTP_PROXY_PROTOCOL_FROM"),
 		limitsClosed:   p.choice("MAYFLY_SMTP_LIMITS_ON_REDIS_ERROR", "open", "closed") == "closed",
 	}
+	c.redis = p.redisSecurity()
 	if len(c.redisAddrs) == 0 {
 		p.fail("MAYFLY_REDIS_ADDRS", "must name at least one address")
 	}

@@ -29,15 +29,14 @@ import (
 //	make cluster-up
 //	MAYFLY_TEST_REDIS_ADDRS=$(deploy/cluster.sh addrs) go test ./cmd/mayfly -run '^$' -bench EventLatency -benchtime 2000x
 func BenchmarkEventLatency(b *testing.B) {
-	env := map[string]string{
-		"MAYFLY_REDIS_ADDRS":          strings.Join(storagetest.Addrs(b), ","),
+	env := testEnv(b, map[string]string{
 		"MAYFLY_REDIS_PREFIX":         storagetest.Prefix(b),
 		"MAYFLY_HTTP_ADDR":            "127.0.0.1:0",
 		"MAYFLY_SMTP_ADDR":            "127.0.0.1:0",
 		"MAYFLY_ADMIN_ADDR":           "127.0.0.1:0",
 		"MAYFLY_COOKIE_SECURE":        "false",
 		"MAYFLY_SMTP_MAIL_PER_MINUTE": "1000000",
-	}
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	logs, logw := io.Pipe()
@@ -119,8 +118,11 @@ func BenchmarkIdleStreamsRSS(b *testing.B) {
 		b.Fatalf("go build: %v\n%s", err, out)
 	}
 	cmd := exec.Command(bin, "edge")
-	cmd.Env = append(os.Environ(),
-		"MAYFLY_REDIS_ADDRS="+strings.Join(storagetest.Addrs(b), ","),
+	cmd.Env = os.Environ()
+	for k, v := range storagetest.Env(b) {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Env = append(cmd.Env,
 		"MAYFLY_REDIS_PREFIX="+storagetest.Prefix(b),
 		"MAYFLY_HTTP_ADDR=127.0.0.1:0", "MAYFLY_ADMIN_ADDR=127.0.0.1:0",
 		"MAYFLY_COOKIE_SECURE=false",

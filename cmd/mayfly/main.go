@@ -249,15 +249,28 @@ func smtpServerConfig(cfg config, tlsConfig *tls.Config) ingest.Config {
 }
 
 // connect builds the one Redis client, retrying until Redis answers or ctx
-// ends: a node started before its Redis waits instead of crashing.
+// ends: a node started before its Redis waits instead of crashing. A refused
+// password or an untrusted certificate is not worth waiting for: the node
+// stops and says which settings to check.
 func connect(ctx context.Context, cfg config, log *slog.Logger) (rueidis.Client, error) {
+	opt := storage.ClientOption(cfg.redisAddrs, cfg.redisTimeout)
+	cfg.redis.apply(&opt)
+	log.Info("redis", append([]any{"addrs", cfg.redisAddrs, "prefix", cfg.redisPrefix}, cfg.redis.logAttrs()...)...)
 	backoff := 100 * time.Millisecond
 	for {
-		client, err := rueidis.NewClient(storage.ClientOption(cfg.redisAddrs, cfg.redisTimeout))
+		client, err := rueidis.NewClient(opt)
 		if err == nil {
 			return client, nil
 		}
-		log.Warn("redis not reachable; retrying", "addrs", cfg.redisAddrs, "err", err, "retry_in", backoff.String())
+		if perr := permanentRedisError(err); perr != nil {
+			log.Error("redis refused the connection", "addrs", cfg.redisAddrs, "err", perr)
+			return nil, perr
+		}
+		attrs := []any{"addrs", cfg.redisAddrs, "err", err, "retry_in", backoff.String()}
+		if hint := redisRetryHint(cfg.redis, err); hint != "" {
+			attrs = append(attrs, "hint", hint)
+		}
+		log.Warn("redis not reachable; retrying", attrs...)
 		select {
 		case <-ctx.Done():
 			return nil, fmt.Errorf("connect to redis: %w", err)

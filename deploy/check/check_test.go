@@ -152,6 +152,9 @@ func TestKubernetesBase(t *testing.T) {
 			t.Errorf("ConfigMap sets %s, which is no Mayfly setting", key)
 		}
 	}
+	if _, ok := cm.Data["MAYFLY_REDIS_PASSWORD"]; ok {
+		t.Error("ConfigMap holds MAYFLY_REDIS_PASSWORD: a password belongs in a Secret (MAYFLY_REDIS_PASSWORD_FILE)")
+	}
 	for _, kind := range []string{"edge", "ingest"} {
 		name := "mayfly-" + kind
 		d := o.deployments[name]
@@ -196,6 +199,20 @@ func TestKubernetesBase(t *testing.T) {
 		}
 		if ps := pod.Spec.SecurityContext; ps == nil || ps.RunAsNonRoot == nil || !*ps.RunAsNonRoot {
 			t.Errorf("%s: must run as non-root", name)
+		}
+		// The Redis password comes from the Secret as a file, never as a value.
+		pwFile := cm.Data["MAYFLY_REDIS_PASSWORD_FILE"]
+		mounted := false
+		for _, m := range c.VolumeMounts {
+			for _, v := range pod.Spec.Volumes {
+				if v.Name == m.Name && v.Secret != nil && v.Secret.SecretName == "mayfly-redis" && m.ReadOnly &&
+					strings.HasPrefix(pwFile, strings.TrimSuffix(m.MountPath, "/")+"/") {
+					mounted = true
+				}
+			}
+		}
+		if !mounted {
+			t.Errorf("%s: MAYFLY_REDIS_PASSWORD_FILE %q is not in a read-only mount of the Secret mayfly-redis", name, pwFile)
 		}
 		if s := o.services[name]; s == nil || !matches(s.Spec.Selector, pod.Labels) {
 			t.Errorf("%s: no Service selecting its pods", name)

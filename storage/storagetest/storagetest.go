@@ -1,5 +1,6 @@
 // Package storagetest connects tests to the Redis Cluster (or standalone
-// Redis) named by MAYFLY_TEST_REDIS_ADDRS and gives each test a key prefix of
+// Redis) named by MAYFLY_TEST_REDIS_ADDRS (with a password and TLS when
+// MAYFLY_TEST_REDIS_PASSWORD and MAYFLY_TEST_REDIS_TLS_CA_FILE say so) and gives each test a key prefix of
 // its own, so the tests of every package share one cluster in parallel and
 // clean up after themselves without FLUSHALL.
 //
@@ -73,9 +74,16 @@ func Client(t testing.TB) rueidis.Client {
 }
 
 func newClient(addrs []string) (rueidis.Client, error) {
+	sec, err := securityFromEnv()
+	if err != nil {
+		return nil, err
+	}
 	c, err := rueidis.NewClient(rueidis.ClientOption{
 		InitAddress:  addrs,
 		DisableCache: true,
+		Username:     sec.Username,
+		Password:     sec.Password,
+		TLSConfig:    sec.TLS,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("storagetest: connect to %s=%s: %w", EnvAddrs, strings.Join(addrs, ","), err)

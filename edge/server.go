@@ -188,13 +188,26 @@ func (s *Server) Handler() fasthttp.RequestHandler { return s.http.Handler }
 // handleTransportError answers requests fasthttp could not read, in the
 // error envelope like every other answer.
 func (s *Server) handleTransportError(ctx *fasthttp.RequestCtx, err error) {
-	setRequestID(ctx)
-	setCommonHeaders(ctx)
 	ctx.SetConnectionClose()
 	if isBodyTooLarge(err) {
-		writeError(ctx, errBodyTooLarge.with(map[string]any{"limit_bytes": s.cfg.MaxBodyBytes}))
+		// The headers were read: the request goes through the routes like any
+		// other, so it counts against the per-IP rate and, for POST
+		// /mailboxes, the creation windows (README: every request counts),
+		// and is answered 413. The client may still be sending its body:
+		// the connection drains it before it closes, so that a client that
+		// writes its whole body before reading (no Expect: 100-continue)
+		// reads the 413 instead of a reset.
+		ctx.SetUserValue(bodyRefusedKey, true)
+		ctx.Request.ResetBody()
+		if gc, ok := ctx.Conn().(*guardedConn); ok {
+			gc.drainOnClose(s.cfg.ReadTimeout)
+		}
+		s.http.Handler(ctx)
+		ctx.SetConnectionClose()
 		return
 	}
+	setRequestID(ctx)
+	setCommonHeaders(ctx)
 	// Not HTTP we can read (a malformed request line or header, headers
 	// over the read buffer): still the API's envelope, and the connection
 	// closes, since where the next request would start is unknown.
@@ -229,6 +242,15 @@ func conflictingLength(h *fasthttp.RequestHeader) bool {
 const readBufferSize = 8 << 10
 
 const requestIDKey = "mayfly.request_id"
+
+// bodyRefusedKey marks a request whose body fasthttp refused to read (past
+// its MaxRequestBodySize): it is routed and answered 413 without a body.
+const bodyRefusedKey = "mayfly.body_refused"
+
+func bodyRefused(ctx *fasthttp.RequestCtx) bool {
+	refused, _ := ctx.UserValue(bodyRefusedKey).(bool)
+	return refused
+}
 
 // setRequestID gives the request an id for logs, the X-Request-ID header and
 // the error body.

@@ -44,6 +44,7 @@ var settings = []setting{
 	{"MAYFLY_SMTP_SESSION_TIMEOUT", "15m", "how long one SMTP connection may last, however busy; then 421 4.4.2"},
 	{"MAYFLY_HTML_REMOTE_IMAGES", "block", "block: remove remote images from html_body (tracking pixels); allow: keep https images"},
 	{"MAYFLY_ADMIN_ADDR", "127.0.0.1:9090", "admin listener: /healthz, /readyz, /metrics, /debug/pprof/; never expose it publicly"},
+	{"MAYFLY_ADMIN_PPROF", "auto", "serve /debug/pprof/ on the admin listener: on, off, or auto (only when MAYFLY_ADMIN_ADDR is a loopback address)"},
 	{"MAYFLY_DOMAINS", "mayfly.test", "receiving domains, comma separated; each new mailbox gets one at random"},
 	{"MAYFLY_COOKIE_PREFIX", "mayfly", "prefix of the mailbox-scoped cookie name (<prefix>_<mailbox uuid without hyphens>)"},
 	{"MAYFLY_COOKIE_SECURE", "true", "set the Secure attribute on cookies; false only for plain-HTTP local use"},
@@ -78,6 +79,7 @@ type config struct {
 	smtpAddr        string
 	smtp            smtpConfig
 	adminAddr       string
+	adminPprof      string // on, off or auto
 	domains         []string
 	cookiePrefix    string
 	cookieSecure    bool
@@ -113,6 +115,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		httpAddr:        p.str("MAYFLY_HTTP_ADDR"),
 		smtpAddr:        p.str("MAYFLY_SMTP_ADDR"),
 		adminAddr:       p.str("MAYFLY_ADMIN_ADDR"),
+		adminPprof:      p.choice("MAYFLY_ADMIN_PPROF", "auto", "on", "off"),
 		domains:         p.domains("MAYFLY_DOMAINS"),
 		cookiePrefix:    p.cookiePrefix("MAYFLY_COOKIE_PREFIX"),
 		cookieSecure:    p.boolean("MAYFLY_COOKIE_SECURE"),

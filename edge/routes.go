@@ -93,6 +93,7 @@ func (s *Server) wrap(route string, h handlerFunc) fasthttp.RequestHandler {
 		defer func() {
 			requests(ctx.Response.StatusCode())
 			latency.Observe(time.Since(start).Seconds())
+			s.access.record(ctx, route, start, s.cfg.TrustedProxies)
 		}()
 		if conflictingLength(&ctx.Request.Header) {
 			ctx.SetConnectionClose()

@@ -68,6 +68,8 @@ type Config struct {
 	MaxConns       int            // open connections per node (streams included); past it new ones get 503 and close; default 16384
 	ConnsPerIP     int            // open connections per peer IP (trusted proxies exempt); default 256
 	Heartbeat      time.Duration  // event-stream heartbeat interval; default 20 s
+	AccessLog      AccessLog      // which answers get an access-log line; default AccessLogErrors
+	AccessLogRate  int            // access-log lines per second per node, past it dropped; default 1000
 }
 
 func (c Config) withDefaults() Config {
@@ -107,6 +109,12 @@ func (c Config) withDefaults() Config {
 	if c.Heartbeat <= 0 {
 		c.Heartbeat = 20 * time.Second
 	}
+	if c.AccessLog == "" {
+		c.AccessLog = AccessLogErrors
+	}
+	if c.AccessLogRate <= 0 {
+		c.AccessLogRate = 1000
+	}
 	return c
 }
 
@@ -119,6 +127,7 @@ type Server struct {
 	metrics  *Metrics
 	http     *fasthttp.Server
 	inFlight atomic.Int64
+	access   *accessLog
 
 	hub         *hub
 	streams     atomic.Int64 // open event streams, for MaxStreams
@@ -135,6 +144,8 @@ func New(store Mailboxes, limiter Limiter, cfg Config, log *slog.Logger, metrics
 	if s.metrics == nil {
 		s.metrics = NewMetrics(nil)
 	}
+	s.access = &accessLog{mode: s.cfg.AccessLog, log: log, perSecond: int64(s.cfg.AccessLogRate),
+		dropped: s.metrics.accessDropped.Inc}
 	s.http = &fasthttp.Server{
 		Handler:      s.routes(),
 		ErrorHandler: s.handleTransportError,
@@ -206,8 +217,10 @@ func (s *Server) handleTransportError(ctx *fasthttp.RequestCtx, err error) {
 		ctx.SetConnectionClose()
 		return
 	}
+	start := time.Now()
 	setRequestID(ctx)
 	setCommonHeaders(ctx)
+	defer func() { s.access.record(ctx, "unreadable request", start, nil) }()
 	// Not HTTP we can read (a malformed request line or header, headers
 	// over the read buffer): still the API's envelope, and the connection
 	// closes, since where the next request would start is unknown.

@@ -66,6 +66,8 @@ var settings = []setting{
 	{"MAYFLY_MESSAGE_MAX_BYTES", "2097152", "stored bytes of one message (headers shown plus bodies); bodies are truncated to fit"},
 	{"MAYFLY_SHUTDOWN_TIMEOUT", "10s", "how long a stopping node waits for requests in flight"},
 	{"MAYFLY_LOG_LEVEL", "info", "debug, info, warn or error (JSON logs on stderr)"},
+	{"MAYFLY_ACCESS_LOG", "errors", "edge access log (one info line per answer: request_id, route pattern, method, status, duration_ms, ip; never a header or cookie): off, errors (status 400 and above) or all"},
+	{"MAYFLY_ACCESS_LOG_RATE", "1000", "access-log lines per second per edge node; past it lines are dropped and counted in mayfly_http_access_log_dropped_total"},
 }
 
 // config is the parsed environment.
@@ -101,6 +103,8 @@ type config struct {
 	maxMessageBytes int
 	shutdownTimeout time.Duration
 	logLevel        slog.Level
+	accessLog       string
+	accessLogRate   int
 }
 
 // loadConfig reads every setting through getenv, falling back to defaults.
@@ -137,6 +141,8 @@ func loadConfig(getenv func(string) string) (config, error) {
 		maxMessageBytes: p.positive("MAYFLY_MESSAGE_MAX_BYTES"),
 		shutdownTimeout: p.duration("MAYFLY_SHUTDOWN_TIMEOUT"),
 		logLevel:        p.level("MAYFLY_LOG_LEVEL"),
+		accessLog:       p.choice("MAYFLY_ACCESS_LOG", "off", "errors", "all"),
+		accessLogRate:   p.positive("MAYFLY_ACCESS_LOG_RATE"),
 	}
 	c.smtp = smtpConfig{
 		hostname:       p.str("MAYFLY_SMTP_HOSTNAME"),

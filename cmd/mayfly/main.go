@@ -175,6 +175,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			TrustedProxies: cfg.trustedProxies, MaxInFlight: cfg.maxInFlight, MaxBodyBytes: cfg.maxBodyBytes,
 			RedisTimeout: cfg.redisTimeout, MaxStreams: cfg.maxStreams, Heartbeat: cfg.heartbeat,
 			MaxConns: min(cfg.maxConns, fdBudget), ConnsPerIP: cfg.connsPerIP,
+			AccessLog: edge.AccessLog(cfg.accessLog), AccessLogRate: cfg.accessLogRate,
 		}, log, edge.NewMetrics(reg))
 		go func() {
 			if err := api.Serve(httpLn); err != nil {

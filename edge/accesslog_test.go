@@ -37,7 +37,7 @@ func TestAccessLog(t *testing.T) {
 		m := u.open()
 		// The mailbox-scoped and session cookies the jar now holds.
 		var secrets []string
-		for _, c := range u.hc.Jar.Cookies(mustURL(e.base+"/")) {
+		for _, c := range u.hc.Jar.Cookies(mustURL(e.base + "/")) {
 			secrets = append(secrets, c.Value)
 		}
 		if len(secrets) != 2 {
@@ -89,7 +89,7 @@ func TestAccessLog(t *testing.T) {
 		if len(lines) != 2 {
 			t.Errorf("all mode: %d lines (%v) for a create and a select, want 2", len(lines), statuses)
 		}
-		for _, c := range u.hc.Jar.Cookies(mustURL(e.base+"/")) {
+		for _, c := range u.hc.Jar.Cookies(mustURL(e.base + "/")) {
 			if strings.Contains(e.logs.String(), c.Value) {
 				t.Errorf("a Set-Cookie value is in the log")
 			}

@@ -68,10 +68,11 @@ func TestDrillIdleFlood(t *testing.T) {
 		}
 	}
 	during := measureOthers(tp, measure)
+	atEnd := held.Load()
 	cancel()
 	wg.Wait()
 
-	t.Logf("flood from 127.0.0.10: API connections held at most %d of %d tried (%d at the end), SMTP %d of %d", peak.Load(), httpFlood, held.Load(), peakSMTP.Load(), smtpFlood)
+	t.Logf("flood from 127.0.0.10: API connections held at most %d of %d tried (%d at the end), SMTP %d of %d", peak.Load(), httpFlood, atEnd, peakSMTP.Load(), smtpFlood)
 	t.Logf("| others (127.0.0.2-9) | API n | API failed | API p50 | API p99 | SMTP n | SMTP failed | SMTP p99 |")
 	t.Logf("| alone | %s |", base)
 	t.Logf("| during the flood | %s |", during)

@@ -15,7 +15,10 @@ RUN CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o /out/mayfly ./cmd/mayfl
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/mayfly /usr/local/bin/mayfly
-# Inside a container the listeners must not be loopback-only.
+# Inside a container the listeners must not be loopback-only. The admin
+# listener (9090) is for the kubelet's probes and Prometheus: no Service
+# publishes it (deploy/k8s), and on 0.0.0.0 it serves no /debug/pprof/
+# (MAYFLY_ADMIN_PPROF=auto; set it to on only behind a NetworkPolicy).
 ENV MAYFLY_HTTP_ADDR=0.0.0.0:8080 \
     MAYFLY_SMTP_ADDR=0.0.0.0:2525 \
     MAYFLY_ADMIN_ADDR=0.0.0.0:9090

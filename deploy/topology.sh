@@ -14,7 +14,10 @@
 #   demo     `up`, prints the addresses and a quick start, and tears it all
 #            down on Ctrl-C (make cluster-demo).
 #
-# MAYFLY_BIN names the binary (default: make build, then bin/mayfly). Any
+# MAYFLY_BIN names the binary (default: make build, then bin/mayfly);
+# MAYFLY_HAPROXY_CFG another haproxy configuration (default:
+# deploy/haproxy/haproxy.cfg; the flood drill compares against an old one).
+# The MAYFLY_LB_* limits of haproxy.cfg come from the environment too. Any
 # MAYFLY_* variable in the environment reaches every node, so a caller can
 # tune a setting (e.g. MAYFLY_RATE_REQUESTS_PER_SECOND for a load test).
 set -euo pipefail
@@ -161,7 +164,7 @@ cmd_up() {
 			MAYFLY_EDGE2_HTTP=$(env_get "$dir" EDGE2_HTTP) MAYFLY_EDGE2_ADMIN=$(env_get "$dir" EDGE2_ADMIN | cut -d: -f2) \
 			MAYFLY_INGEST1_SMTP=$(env_get "$dir" INGEST1_SMTP) MAYFLY_INGEST1_ADMIN=$(env_get "$dir" INGEST1_ADMIN | cut -d: -f2) \
 			MAYFLY_INGEST2_SMTP=$(env_get "$dir" INGEST2_SMTP) MAYFLY_INGEST2_ADMIN=$(env_get "$dir" INGEST2_ADMIN | cut -d: -f2) \
-			haproxy -db -f "$here/haproxy/haproxy.cfg" >>"$dir/haproxy.log" 2>&1 </dev/null &
+			haproxy -db -f "${MAYFLY_HAPROXY_CFG:-$here/haproxy/haproxy.cfg}" >>"$dir/haproxy.log" 2>&1 </dev/null &
 		pid=$!
 		printf '%s\n' "$pid" >>"$dir/pids"
 		# Ready when a request through it reaches an edge (a 404 for an

@@ -192,7 +192,7 @@ func (s *Server) handleDeleteMessage(ctx *fasthttp.RequestCtx, c *call) error {
 // checkBody enforces the body size limit, then decodes the strict body.
 func (s *Server) checkBody(ctx *fasthttp.RequestCtx, fields ...intField) *apiError {
 	body := ctx.PostBody()
-	if len(body) > s.cfg.MaxBodyBytes {
+	if len(body) > s.cfg.MaxBodyBytes || bodyRefused(ctx) {
 		return errBodyTooLarge.with(map[string]any{"limit_bytes": s.cfg.MaxBodyBytes})
 	}
 	return decodeBody(body, fields...)

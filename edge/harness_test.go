@@ -1,6 +1,7 @@
 package edge_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,6 +18,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -38,6 +40,7 @@ type env struct {
 	prefix  string
 	srv     *edge.Server
 	opts    []option
+	logs    *logBuffer
 }
 
 type option func(*edge.Config, *ratelimit.Config)
@@ -71,7 +74,8 @@ func serveEnv(t testing.TB, client rueidis.Client, prefix string, opts []option)
 	}
 	store := storage.New(client, storage.Config{KeyPrefix: prefix})
 	limiter := ratelimit.New(client, rl)
-	srv := edge.New(store, limiter, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), nil)
+	logs := &logBuffer{}
+	srv := edge.New(store, limiter, cfg, slog.New(slog.NewJSONHandler(logs, nil)), nil)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -82,7 +86,25 @@ func serveEnv(t testing.TB, client rueidis.Client, prefix string, opts []option)
 		defer cancel()
 		srv.Shutdown(ctx)
 	})
-	return &env{t: t, base: "http://" + ln.Addr().String() + "/v1", store: store, limiter: limiter, client: client, prefix: prefix, srv: srv, opts: opts}
+	return &env{t: t, base: "http://" + ln.Addr().String() + "/v1", store: store, limiter: limiter, client: client, prefix: prefix, srv: srv, opts: opts, logs: logs}
+}
+
+// logBuffer holds a node's JSON log lines (the access log among them).
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // user is one API client with its own cookie jar. Its requests carry an

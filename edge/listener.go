@@ -2,6 +2,7 @@ package edge
 
 import (
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -137,14 +138,43 @@ func (g *connGuard) isExempt(ip netip.Addr) bool {
 
 type guardedConn struct {
 	net.Conn
-	g    *connGuard
-	ip   netip.Addr
-	once sync.Once
+	g     *connGuard
+	ip    netip.Addr
+	once  sync.Once
+	drain atomic.Int64 // nanoseconds to drain for on Close; 0: close at once
 }
 
+// drainBytes bounds what a closing connection reads and discards after a
+// 413 (drainOnClose): bodies up to it, sent whole before the client reads,
+// still get the answer.
+const drainBytes = 64 << 20
+
+// drainOnClose makes Close half-close the connection and read (and discard)
+// what the peer still sends, up to drainBytes or d, before it really closes.
+// Closing a socket with unread data in its receive buffer sends a reset,
+// which destroys the answer we just wrote before the peer reads it: a client
+// that writes its whole body before reading (Python's http.client, curl
+// without Expect) then sees "connection reset" instead of the 413.
+func (c *guardedConn) drainOnClose(d time.Duration) { c.drain.Store(int64(d)) }
+
 func (c *guardedConn) Close() error {
+	if d := time.Duration(c.drain.Swap(0)); d > 0 {
+		// In its own goroutine: fasthttp's worker is freed at once, and
+		// the connection still counts against the caps until it is closed.
+		go c.drainAndClose(d)
+		return nil
+	}
 	c.once.Do(func() { c.g.release(c.ip) })
 	return c.Conn.Close()
+}
+
+func (c *guardedConn) drainAndClose(d time.Duration) {
+	defer c.Close()
+	if hc, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		_ = hc.CloseWrite() // the answer is flushed: FIN after it
+	}
+	_ = c.Conn.SetReadDeadline(time.Now().Add(d))
+	_, _ = io.CopyN(io.Discard, c.Conn, drainBytes)
 }
 
 func peerIP(a net.Addr) netip.Addr {

@@ -6,11 +6,12 @@ import (
 
 // Metrics are the edge's Prometheus series.
 type Metrics struct {
-	requests    *prometheus.CounterVec   // by route and status
-	latency     *prometheus.HistogramVec // by route
-	redisErrors prometheus.Counter
-	rejections  *prometheus.CounterVec // rate-limit rejections by kind
-	reg         prometheus.Registerer  // for the series New adds (nil: none)
+	requests      *prometheus.CounterVec   // by route and status
+	latency       *prometheus.HistogramVec // by route
+	redisErrors   prometheus.Counter
+	rejections    *prometheus.CounterVec // rate-limit rejections by kind
+	accessDropped prometheus.Counter     // access-log lines over AccessLogRate
+	reg           prometheus.Registerer  // for the series New adds (nil: none)
 }
 
 // NewMetrics registers the edge's series on reg (nil: unregistered, for tests).
@@ -29,9 +30,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mayfly_ratelimit_rejections_total", Help: "Requests refused by a limit, by kind.",
 		}, []string{"kind"}),
+		accessDropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "mayfly_http_access_log_dropped_total", Help: "Access-log lines dropped over MAYFLY_ACCESS_LOG_RATE.",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.latency, m.redisErrors, m.rejections)
+		reg.MustRegister(m.requests, m.latency, m.redisErrors, m.rejections, m.accessDropped)
 	}
 	m.reg = reg
 	return m

@@ -23,6 +23,10 @@ type call struct {
 
 type handlerFunc func(ctx *fasthttp.RequestCtx, c *call) error
 
+// routeCreate is the route of POST /mailboxes, whose refused bodies count
+// against the creation windows.
+const routeCreate = "POST /mailboxes"
+
 // routes lists every endpoint of the API.
 func (s *Server) routes() fasthttp.RequestHandler {
 	r := router.New()
@@ -36,7 +40,7 @@ func (s *Server) routes() fasthttp.RequestHandler {
 	v1 := r.Group("/v1")
 	v1.GET("/domains", s.wrap("GET /domains", s.handleDomains))
 	v1.GET("/openapi.yaml", s.wrap("GET /openapi.yaml", s.handleOpenAPI))
-	v1.POST("/mailboxes", s.wrap("POST /mailboxes", s.handleCreateMailbox))
+	v1.POST("/mailboxes", s.wrap(routeCreate, s.handleCreateMailbox))
 	v1.POST("/mailboxes/{mailbox_id}/select", s.wrap("POST /mailboxes/{id}/select", s.handleSelectMailbox))
 	v1.GET("/mailboxes/current", s.wrap("GET /mailboxes/current", s.handleGetCurrent))
 	v1.PATCH("/mailboxes/current", s.wrap("PATCH /mailboxes/current", s.handleExtendCurrent))
@@ -89,6 +93,7 @@ func (s *Server) wrap(route string, h handlerFunc) fasthttp.RequestHandler {
 		defer func() {
 			requests(ctx.Response.StatusCode())
 			latency.Observe(time.Since(start).Seconds())
+			s.access.record(ctx, route, start, s.cfg.TrustedProxies)
 		}()
 		if conflictingLength(&ctx.Request.Header) {
 			ctx.SetConnectionClose()
@@ -112,7 +117,14 @@ func (s *Server) wrap(route string, h handlerFunc) fasthttp.RequestHandler {
 		if err == nil && !d.Allowed {
 			err = s.refuse(d)
 		}
-		if err == nil {
+		switch {
+		case err != nil:
+		case bodyRefused(ctx) && route != routeCreate:
+			// Only creation does anything with a refused body (it counts it
+			// against the creation windows); every other route answers 413
+			// at once, whatever it would do with a body it ignores.
+			err = errBodyTooLarge.with(map[string]any{"limit_bytes": s.cfg.MaxBodyBytes})
+		default:
 			err = h(ctx, cl)
 		}
 		if err != nil {

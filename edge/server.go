@@ -68,6 +68,8 @@ type Config struct {
 	MaxConns       int            // open connections per node (streams included); past it new ones get 503 and close; default 16384
 	ConnsPerIP     int            // open connections per peer IP (trusted proxies exempt); default 256
 	Heartbeat      time.Duration  // event-stream heartbeat interval; default 20 s
+	AccessLog      AccessLog      // which answers get an access-log line; default AccessLogErrors
+	AccessLogRate  int            // access-log lines per second per node, past it dropped; default 1000
 }
 
 func (c Config) withDefaults() Config {
@@ -107,6 +109,12 @@ func (c Config) withDefaults() Config {
 	if c.Heartbeat <= 0 {
 		c.Heartbeat = 20 * time.Second
 	}
+	if c.AccessLog == "" {
+		c.AccessLog = AccessLogErrors
+	}
+	if c.AccessLogRate <= 0 {
+		c.AccessLogRate = 1000
+	}
 	return c
 }
 
@@ -119,6 +127,7 @@ type Server struct {
 	metrics  *Metrics
 	http     *fasthttp.Server
 	inFlight atomic.Int64
+	access   *accessLog
 
 	hub         *hub
 	streams     atomic.Int64 // open event streams, for MaxStreams
@@ -135,6 +144,8 @@ func New(store Mailboxes, limiter Limiter, cfg Config, log *slog.Logger, metrics
 	if s.metrics == nil {
 		s.metrics = NewMetrics(nil)
 	}
+	s.access = &accessLog{mode: s.cfg.AccessLog, log: log, perSecond: int64(s.cfg.AccessLogRate),
+		dropped: s.metrics.accessDropped.Inc}
 	s.http = &fasthttp.Server{
 		Handler:      s.routes(),
 		ErrorHandler: s.handleTransportError,
@@ -188,13 +199,28 @@ func (s *Server) Handler() fasthttp.RequestHandler { return s.http.Handler }
 // handleTransportError answers requests fasthttp could not read, in the
 // error envelope like every other answer.
 func (s *Server) handleTransportError(ctx *fasthttp.RequestCtx, err error) {
-	setRequestID(ctx)
-	setCommonHeaders(ctx)
 	ctx.SetConnectionClose()
 	if isBodyTooLarge(err) {
-		writeError(ctx, errBodyTooLarge.with(map[string]any{"limit_bytes": s.cfg.MaxBodyBytes}))
+		// The headers were read: the request goes through the routes like any
+		// other, so it counts against the per-IP rate and, for POST
+		// /mailboxes, the creation windows (README: every request counts),
+		// and is answered 413. The client may still be sending its body:
+		// the connection drains it before it closes, so that a client that
+		// writes its whole body before reading (no Expect: 100-continue)
+		// reads the 413 instead of a reset.
+		ctx.SetUserValue(bodyRefusedKey, true)
+		ctx.Request.ResetBody()
+		if gc, ok := ctx.Conn().(*guardedConn); ok {
+			gc.drainOnClose(s.cfg.ReadTimeout)
+		}
+		s.http.Handler(ctx)
+		ctx.SetConnectionClose()
 		return
 	}
+	start := time.Now()
+	setRequestID(ctx)
+	setCommonHeaders(ctx)
+	defer func() { s.access.record(ctx, "unreadable request", start, nil) }()
 	// Not HTTP we can read (a malformed request line or header, headers
 	// over the read buffer): still the API's envelope, and the connection
 	// closes, since where the next request would start is unknown.
@@ -229,6 +255,15 @@ func conflictingLength(h *fasthttp.RequestHeader) bool {
 const readBufferSize = 8 << 10
 
 const requestIDKey = "mayfly.request_id"
+
+// bodyRefusedKey marks a request whose body fasthttp refused to read (past
+// its MaxRequestBodySize): it is routed and answered 413 without a body.
+const bodyRefusedKey = "mayfly.body_refused"
+
+func bodyRefused(ctx *fasthttp.RequestCtx) bool {
+	refused, _ := ctx.UserValue(bodyRefusedKey).(bool)
+	return refused
+}
 
 // setRequestID gives the request an id for logs, the X-Request-ID header and
 // the error body.

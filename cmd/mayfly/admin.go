@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/pprof"
 	"time"
@@ -31,9 +32,26 @@ func reachable(ctx context.Context, client rueidis.Client) error {
 	return err
 }
 
+// pprofEnabled decides MAYFLY_ADMIN_PPROF for an admin listener bound to
+// addr: "on" and "off" are what they say; "auto" serves the profiles only
+// when the listener is on loopback, where only the machine's own users reach
+// them. A CPU profile or trace costs the node real CPU for as long as the
+// caller asks, and a listener on 0.0.0.0 (a container's, for the kubelet's
+// probes and Prometheus) is reachable by whatever reaches the pod.
+func pprofEnabled(mode string, addr net.Addr) bool {
+	switch mode {
+	case "on":
+		return true
+	case "off":
+		return false
+	}
+	ta, ok := addr.(*net.TCPAddr)
+	return ok && ta.IP.IsLoopback()
+}
+
 // adminMux serves the operator endpoints. It is mounted on MAYFLY_ADMIN_ADDR
-// only, never on the public listener.
-func adminMux(reg *prometheus.Registry, ping func(context.Context) error) *http.ServeMux {
+// only, never on the public listener; /debug/pprof/ only when withPprof.
+func adminMux(reg *prometheus.Registry, ping func(context.Context) error, withPprof bool) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Write([]byte("ok\n"))
@@ -48,6 +66,9 @@ func adminMux(reg *prometheus.Registry, ping func(context.Context) error) *http.
 		w.Write([]byte("ok\n"))
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	if !withPprof {
+		return mux
+	}
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -32,7 +33,7 @@ func TestAdminEndpoints(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			reg := prometheus.NewRegistry()
 			reg.MustRegister(collectors.NewGoCollector())
-			srv := httptest.NewServer(adminMux(reg, func(context.Context) error { return tt.ping }))
+			srv := httptest.NewServer(adminMux(reg, func(context.Context) error { return tt.ping }, true))
 			defer srv.Close()
 			resp, err := http.Get(srv.URL + tt.path)
 			if err != nil {
@@ -44,5 +45,89 @@ func TestAdminEndpoints(t *testing.T) {
 				t.Errorf("GET %s = %d %.80q, want %d containing %q", tt.path, resp.StatusCode, body, tt.wantCode, tt.wantInAns)
 			}
 		})
+	}
+}
+
+// pprof is off unless asked for or on loopback: the image's admin listener
+// is 0.0.0.0:9090, reachable by whatever reaches the pod, and a CPU profile
+// or trace costs the node CPU for as long as the caller asks.
+func TestAdminPprofPolicy(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		mode, addr string
+		want       bool
+	}{
+		{"auto", "127.0.0.1:9090", true},
+		{"auto", "[::1]:9090", true},
+		{"auto", "0.0.0.0:9090", false},
+		{"auto", "[::]:9090", false},
+		{"auto", "10.1.2.3:9090", false},
+		{"off", "127.0.0.1:9090", false},
+		{"on", "0.0.0.0:9090", true},
+	} {
+		addr, err := net.ResolveTCPAddr("tcp", tt.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := pprofEnabled(tt.mode, addr); got != tt.want {
+			t.Errorf("pprofEnabled(%s, %s) = %v, want %v", tt.mode, tt.addr, got, tt.want)
+		}
+	}
+	// Off means absent: 404, while the rest of the admin endpoints serve.
+	reg := prometheus.NewRegistry()
+	srv := httptest.NewServer(adminMux(reg, func(context.Context) error { return nil }, false))
+	defer srv.Close()
+	for path, want := range map[string]int{"/debug/pprof/": 404, "/debug/pprof/profile?seconds=1": 404, "/debug/pprof/trace": 404, "/metrics": 200, "/readyz": 200} {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("GET %s with pprof off = %d, want %d", path, resp.StatusCode, want)
+		}
+	}
+}
+
+// The node wires the policy: its admin listener on loopback (as every test
+// node's) serves pprof under auto and not under off.
+func TestAdminPprofSetting(t *testing.T) {
+	t.Parallel()
+	for mode, want := range map[string]int{"auto": 200, "off": 404} {
+		cfg, err := loadConfig(func(k string) string {
+			if k == "MAYFLY_ADMIN_PPROF" {
+				return mode
+			}
+			return ""
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewUnstartedServer(adminMux(prometheus.NewRegistry(), func(context.Context) error { return nil },
+			pprofEnabled(cfg.adminPprof, ln.Addr())))
+		srv.Listener.Close()
+		srv.Listener = ln
+		srv.Start()
+		resp, err := http.Get(srv.URL + "/debug/pprof/")
+		srv.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("MAYFLY_ADMIN_PPROF=%s on loopback: GET /debug/pprof/ = %d, want %d", mode, resp.StatusCode, want)
+		}
+	}
+	if _, err := loadConfig(func(k string) string {
+		if k == "MAYFLY_ADMIN_PPROF" {
+			return "yes"
+		}
+		return ""
+	}); err == nil || !strings.Contains(err.Error(), "MAYFLY_ADMIN_PPROF") {
+		t.Errorf("MAYFLY_ADMIN_PPROF=yes: err %v, want a config error naming it", err)
 	}
 }

@@ -52,6 +52,7 @@ var settings = []setting{
 	{"MAYFLY_SMTP_SESSION_TIMEOUT", "15m", "how long one SMTP connection may last, however busy; then 421 4.4.2"},
 	{"MAYFLY_HTML_REMOTE_IMAGES", "block", "block: remove remote images from html_body (tracking pixels); allow: keep https images"},
 	{"MAYFLY_ADMIN_ADDR", "127.0.0.1:9090", "admin listener: /healthz, /readyz, /metrics, /debug/pprof/; never expose it publicly"},
+	{"MAYFLY_ADMIN_PPROF", "auto", "serve /debug/pprof/ on the admin listener: on, off, or auto (only when MAYFLY_ADMIN_ADDR is a loopback address)"},
 	{"MAYFLY_DOMAINS", "mayfly.test", "receiving domains, comma separated; each new mailbox gets one at random"},
 	{"MAYFLY_COOKIE_PREFIX", "mayfly", "prefix of the mailbox-scoped cookie name (<prefix>_<mailbox uuid without hyphens>)"},
 	{"MAYFLY_COOKIE_SECURE", "true", "set the Secure attribute on cookies; false only for plain-HTTP local use"},
@@ -73,6 +74,8 @@ var settings = []setting{
 	{"MAYFLY_MESSAGE_MAX_BYTES", "2097152", "stored bytes of one message (headers shown plus bodies); bodies are truncated to fit"},
 	{"MAYFLY_SHUTDOWN_TIMEOUT", "10s", "how long a stopping node waits for requests in flight"},
 	{"MAYFLY_LOG_LEVEL", "info", "debug, info, warn or error (JSON logs on stderr)"},
+	{"MAYFLY_ACCESS_LOG", "errors", "edge access log (one info line per answer: request_id, route pattern, method, status, duration_ms, ip; never a header or cookie): off, errors (status 400 and above) or all"},
+	{"MAYFLY_ACCESS_LOG_RATE", "1000", "access-log lines per second per edge node; past it lines are dropped and counted in mayfly_http_access_log_dropped_total"},
 }
 
 // config is the parsed environment.
@@ -87,6 +90,7 @@ type config struct {
 	smtpAddr        string
 	smtp            smtpConfig
 	adminAddr       string
+	adminPprof      string // on, off or auto
 	domains         []string
 	cookiePrefix    string
 	cookieSecure    bool
@@ -108,6 +112,8 @@ type config struct {
 	maxMessageBytes int
 	shutdownTimeout time.Duration
 	logLevel        slog.Level
+	accessLog       string
+	accessLogRate   int
 }
 
 // loadConfig reads every setting through getenv, falling back to defaults.
@@ -122,6 +128,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		httpAddr:        p.str("MAYFLY_HTTP_ADDR"),
 		smtpAddr:        p.str("MAYFLY_SMTP_ADDR"),
 		adminAddr:       p.str("MAYFLY_ADMIN_ADDR"),
+		adminPprof:      p.choice("MAYFLY_ADMIN_PPROF", "auto", "on", "off"),
 		domains:         p.domains("MAYFLY_DOMAINS"),
 		cookiePrefix:    p.cookiePrefix("MAYFLY_COOKIE_PREFIX"),
 		cookieSecure:    p.boolean("MAYFLY_COOKIE_SECURE"),
@@ -143,6 +150,8 @@ func loadConfig(getenv func(string) string) (config, error) {
 		maxMessageBytes: p.positive("MAYFLY_MESSAGE_MAX_BYTES"),
 		shutdownTimeout: p.duration("MAYFLY_SHUTDOWN_TIMEOUT"),
 		logLevel:        p.level("MAYFLY_LOG_LEVEL"),
+		accessLog:       p.choice("MAYFLY_ACCESS_LOG", "off", "errors", "all"),
+		accessLogRate:   p.positive("MAYFLY_ACCESS_LOG_RATE"),
 	}
 	c.smtp = smtpConfig{
 		hostname:       p.str("MAYFLY_SMTP_HOSTNAME"),

@@ -125,6 +125,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	var client rueidis.Client // set once connected; /readyz is 503 until then
 	ready := make(chan struct{})
+	withPprof := pprofEnabled(cfg.adminPprof, adminLn.Addr())
 	admin := &http.Server{Handler: adminMux(reg, func(ctx context.Context) error {
 		select {
 		case <-ready:
@@ -132,7 +133,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return errors.New("redis not connected yet")
 		}
 		return reachable(ctx, client)
-	}),
+	}, withPprof),
 		// The admin listener is for operators and scrapers, never the public:
 		// still, no peer may hold it with slow headers or idle connections.
 		// net/http retries accept errors (EMFILE) with a backoff by itself.
@@ -145,7 +146,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 	}()
 	defer admin.Close()
-	log.Info("listening", "kind", "admin", "addr", adminLn.Addr().String())
+	log.Info("listening", "kind", "admin", "addr", adminLn.Addr().String(), "pprof", withPprof)
 
 	client, err = connect(ctx, cfg, log)
 	if err != nil {
@@ -174,6 +175,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			TrustedProxies: cfg.trustedProxies, MaxInFlight: cfg.maxInFlight, MaxBodyBytes: cfg.maxBodyBytes,
 			RedisTimeout: cfg.redisTimeout, MaxStreams: cfg.maxStreams, Heartbeat: cfg.heartbeat,
 			MaxConns: min(cfg.maxConns, fdBudget), ConnsPerIP: cfg.connsPerIP,
+			AccessLog: edge.AccessLog(cfg.accessLog), AccessLogRate: cfg.accessLogRate,
 		}, log, edge.NewMetrics(reg))
 		go func() {
 			if err := api.Serve(httpLn); err != nil {

@@ -20,6 +20,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"sigs.k8s.io/yaml"
 )
@@ -69,6 +70,7 @@ type objects struct {
 	pdbs        map[string]*policyv1.PodDisruptionBudget
 	hpas        map[string]*autoscalingv2.HorizontalPodAutoscaler
 	configMaps  map[string]*corev1.ConfigMap
+	policies    map[string]*networkingv1.NetworkPolicy
 }
 
 // load decodes every object of every resource of the base, strictly: an
@@ -88,7 +90,8 @@ func load(t *testing.T) objects {
 		t.Fatalf("kustomization.yaml: kind %q, %d resources", k.Kind, len(k.Resources))
 	}
 	o := objects{map[string]*appsv1.Deployment{}, map[string]*corev1.Service{}, map[string]*policyv1.PodDisruptionBudget{},
-		map[string]*autoscalingv2.HorizontalPodAutoscaler{}, map[string]*corev1.ConfigMap{}}
+		map[string]*autoscalingv2.HorizontalPodAutoscaler{}, map[string]*corev1.ConfigMap{},
+		map[string]*networkingv1.NetworkPolicy{}}
 	for _, res := range k.Resources {
 		b, err := os.ReadFile(filepath.Join(dir, res))
 		if err != nil {
@@ -117,6 +120,8 @@ func load(t *testing.T) objects {
 				obj = &autoscalingv2.HorizontalPodAutoscaler{}
 			case "v1 ConfigMap":
 				obj = &corev1.ConfigMap{}
+			case "networking.k8s.io/v1 NetworkPolicy":
+				obj = &networkingv1.NetworkPolicy{}
 			default:
 				t.Fatalf("%s doc %d: unexpected %s %s", res, i, meta.APIVersion, meta.Kind)
 			}
@@ -134,6 +139,8 @@ func load(t *testing.T) objects {
 				o.hpas[v.Name] = v
 			case *corev1.ConfigMap:
 				o.configMaps[v.Name] = v
+			case *networkingv1.NetworkPolicy:
+				o.policies[v.Name] = v
 			}
 		}
 	}
@@ -217,6 +224,7 @@ func TestKubernetesBase(t *testing.T) {
 		if s := o.services[name]; s == nil || !matches(s.Spec.Selector, pod.Labels) {
 			t.Errorf("%s: no Service selecting its pods", name)
 		}
+		checkAdminExposure(t, o, name, pod, c)
 		if p := o.pdbs[name]; p == nil || !matches(p.Spec.Selector.MatchLabels, pod.Labels) {
 			t.Errorf("%s: no PodDisruptionBudget covering its pods", name)
 		}
@@ -227,6 +235,79 @@ func TestKubernetesBase(t *testing.T) {
 	}
 	if h.Spec.MinReplicas == nil || *h.Spec.MinReplicas < 2 {
 		t.Errorf("edge HPA: minReplicas below 2 defeats the PodDisruptionBudget")
+	}
+}
+
+// checkAdminExposure holds the admin port (pprof where enabled, metrics,
+// readiness) out of every Service, keeps Prometheus scraping it through pod
+// annotations, and requires a NetworkPolicy that admits it only from the
+// monitoring namespace's Prometheus.
+func checkAdminExposure(t *testing.T, o objects, name string, pod corev1.PodTemplateSpec, c corev1.Container) {
+	t.Helper()
+	for _, s := range o.services {
+		if !matches(s.Spec.Selector, pod.Labels) {
+			continue
+		}
+		for _, p := range s.Spec.Ports {
+			if p.Port == 9090 || p.TargetPort.String() == "admin" || p.TargetPort.IntValue() == 9090 {
+				t.Errorf("Service %s publishes %s's admin port (%s): admin must never be in a Service", s.Name, name, p.Name)
+			}
+		}
+	}
+	a := pod.Annotations
+	if a["prometheus.io/scrape"] != "true" || a["prometheus.io/port"] != "9090" || a["prometheus.io/path"] != "/metrics" {
+		t.Errorf("%s: pod annotations %v: want prometheus.io/scrape, port 9090 and path /metrics", name, a)
+	}
+	var policy *networkingv1.NetworkPolicy
+	for _, np := range o.policies {
+		if matches(np.Spec.PodSelector.MatchLabels, pod.Labels) && slices.Contains(np.Spec.PolicyTypes, networkingv1.PolicyTypeIngress) {
+			policy = np
+		}
+	}
+	if policy == nil {
+		t.Errorf("%s: no NetworkPolicy restricts ingress to its pods", name)
+		return
+	}
+	var public []string
+	for _, p := range c.Ports {
+		if p.Name != "admin" {
+			public = append(public, p.Name)
+		}
+	}
+	adminAllowed := false
+	for _, rule := range policy.Spec.Ingress {
+		for _, p := range rule.Ports {
+			if p.Port == nil || (p.Port.String() != "admin" && p.Port.IntValue() != 9090) {
+				continue
+			}
+			adminAllowed = true
+			if len(rule.From) == 0 {
+				t.Errorf("NetworkPolicy %s: admits the admin port from anywhere", policy.Name)
+			}
+			for _, from := range rule.From {
+				if from.NamespaceSelector == nil || len(from.NamespaceSelector.MatchLabels) == 0 || from.PodSelector == nil ||
+					len(from.PodSelector.MatchLabels) == 0 || from.IPBlock != nil {
+					t.Errorf("NetworkPolicy %s: admin port peer %+v: want a namespace and a pod selector (Prometheus)", policy.Name, from)
+				}
+			}
+		}
+		if len(rule.Ports) == 0 {
+			t.Errorf("NetworkPolicy %s: a rule without ports admits every port, the admin port too", policy.Name)
+		}
+	}
+	if !adminAllowed {
+		t.Errorf("NetworkPolicy %s: Prometheus cannot reach the admin port", policy.Name)
+	}
+	for _, name := range public {
+		ok := false
+		for _, rule := range policy.Spec.Ingress {
+			for _, p := range rule.Ports {
+				ok = ok || (p.Port != nil && p.Port.String() == name && len(rule.From) == 0)
+			}
+		}
+		if !ok {
+			t.Errorf("NetworkPolicy %s: clients cannot reach port %s", policy.Name, name)
+		}
 	}
 }
 
@@ -283,6 +364,15 @@ func TestDockerfile(t *testing.T) {
 			copied = v.From == stages[0].Name
 		case *instructions.EntrypointCommand:
 			entry = len(v.CmdLine) == 1 && v.CmdLine[0] == "/usr/local/bin/mayfly"
+		}
+	}
+	for _, c := range final.Commands {
+		if e, ok := c.(*instructions.EnvCommand); ok {
+			for _, kv := range e.Env {
+				if kv.Key == "MAYFLY_ADMIN_PPROF" && kv.Value != "off" && kv.Value != "auto" {
+					t.Errorf("the image sets MAYFLY_ADMIN_PPROF=%s: its admin listener is on 0.0.0.0, pprof must stay off", kv.Value)
+				}
+			}
 		}
 	}
 	if user == "" || strings.HasPrefix(user, "0") || user == "root" {

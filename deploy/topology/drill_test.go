@@ -45,6 +45,10 @@ var drillEnv = []string{
 	"MAYFLY_RATE_CREATE_PER_DAY=1000", "MAYFLY_RATE_ACTIVE_PER_IP=1000",
 	"MAYFLY_MAILBOX_MAX_MESSAGES=100000", "MAYFLY_MAILBOX_MAX_BYTES=1073741824",
 	"MAYFLY_REDIS_TIMEOUT=1s",
+	// haproxy's per-source limits (deploy/haproxy/haproxy.cfg): every drill
+	// client is 127.0.0.1.
+	"MAYFLY_LB_HTTP_CONNS_PER_IP=100000", "MAYFLY_LB_HTTP_CONNS_PER_IP_HARD=100000",
+	"MAYFLY_LB_HTTP_REQ_RATE=10000000", "MAYFLY_LB_SMTP_CONNS_PER_IP=100000", "MAYFLY_LB_SMTP_CONN_RATE=10000000",
 }
 
 // failoverTarget is the target for the window of 4xx / 503 answers;

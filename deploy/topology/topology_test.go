@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/smtp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -153,7 +154,9 @@ func smtpGreeting(t *testing.T, addr, from string) string {
 // and two ingest nodes on a replicated cluster: nothing a client sees
 // depends on which node answers.
 func TestThroughHAProxy(t *testing.T) {
-	tp := topology.Start(t, "MAYFLY_SMTP_CONN_PER_MINUTE=3")
+	// The API rate is raised so that haproxy's per-source cap, not the edge's
+	// 8 requests a second, is what "api connections per source" meets.
+	tp := topology.Start(t, "MAYFLY_SMTP_CONN_PER_MINUTE=3", "MAYFLY_RATE_REQUESTS_PER_SECOND=1000")
 
 	t.Run("api and smtp", func(t *testing.T) {
 		u := newUser(t, tp.HTTPURL)
@@ -215,4 +218,112 @@ func TestThroughHAProxy(t *testing.T) {
 			t.Fatalf("127.0.0.3: %q, want 220: the limit must be per real client", got)
 		}
 	})
+
+	// haproxy caps what one source IP holds (MAYFLY_LB_HTTP_CONNS_PER_IP,
+	// 100): past it, a request is answered 429 in the API's envelope and its
+	// connection closed, while another source is served. Before the cap one
+	// IP holding ~8,000 idle keep-alive connections filled haproxy's
+	// maxconn and starved everyone (the flood drill measures that).
+	t.Run("api connections per source", func(t *testing.T) {
+		var held []net.Conn
+		defer func() {
+			for _, c := range held {
+				c.Close()
+			}
+		}()
+		for i := range 100 {
+			c, res := rawGet(t, tp.HTTPURL, "127.0.0.4", "/domains")
+			if res.StatusCode != 200 {
+				t.Fatalf("127.0.0.4 connection %d: %d, want 200", i+1, res.StatusCode)
+			}
+			held = append(held, c)
+		}
+		c, res := rawGet(t, tp.HTTPURL, "127.0.0.4", "/domains")
+		held = append(held, c)
+		assertHAProxyEnvelope(t, res, 429, "RATE_LIMITED")
+		if c, res := rawGet(t, tp.HTTPURL, "127.0.0.5", "/domains"); res.StatusCode != 200 {
+			t.Errorf("127.0.0.5 while 127.0.0.4 holds 100: %d, want 200", res.StatusCode)
+		} else {
+			c.Close()
+		}
+	})
+
+	// Last: with every edge down, haproxy's own 503 is the API's envelope
+	// with Retry-After, not its HTML page.
+	t.Run("no edge up", func(t *testing.T) {
+		for _, e := range tp.Edges {
+			tp.Kill(e.PID)
+		}
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			c, res := rawGet(t, tp.HTTPURL, "127.0.0.6", "/domains")
+			c.Close()
+			if res.StatusCode == 503 {
+				assertHAProxyEnvelope(t, res, 503, "DEPENDENCY_UNAVAILABLE")
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("edges killed 10 s ago, still %d", res.StatusCode)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	})
+}
+
+// rawGet sends GET path through haproxy on a new connection from the
+// loopback address from and reads the answer (its body into res.Body as
+// bytes); the connection stays open for the caller.
+func rawGet(t *testing.T, base, from, path string) (net.Conn, *haproxyAnswer) {
+	t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}, Timeout: 5 * time.Second}
+	hostPort := strings.TrimPrefix(strings.TrimSuffix(base, "/v1"), "http://")
+	c, err := d.Dial("tcp", hostPort)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := io.WriteString(c, "GET /v1"+path+" HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("GET %s from %s: %v", path, from, err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	_ = c.SetDeadline(time.Time{})
+	return c, &haproxyAnswer{Response: res, body: body}
+}
+
+type haproxyAnswer struct {
+	*http.Response
+	body []byte
+}
+
+// assertHAProxyEnvelope checks an answer of haproxy's own: the API's error
+// envelope with a request id, JSON, and Retry-After.
+func assertHAProxyEnvelope(t *testing.T, res *haproxyAnswer, status int, code string) {
+	t.Helper()
+	var env struct {
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+		RequestID string `json:"request_id"`
+	}
+	if err := json.Unmarshal(res.body, &env); err != nil {
+		t.Fatalf("%d %q is not the JSON envelope: %v", res.StatusCode, res.body, err)
+	}
+	if res.StatusCode != status || env.Error.Code != code || env.Error.Message == "" {
+		t.Errorf("got %d %+v, want %d %s", res.StatusCode, env, status, code)
+	}
+	if id := res.Header.Get("X-Request-ID"); len(id) != 16 || id != env.RequestID {
+		t.Errorf("request_id %q, X-Request-ID %q: want the same 16 hex digits", env.RequestID, id)
+	}
+	if res.Header.Get("Content-Type") != "application/json" || res.Header.Get("X-Content-Type-Options") != "nosniff" {
+		t.Errorf("headers %v: want JSON with nosniff", res.Header)
+	}
+	if ra, err := strconv.Atoi(res.Header.Get("Retry-After")); err != nil || ra < 1 {
+		t.Errorf("Retry-After %q, want whole seconds", res.Header.Get("Retry-After"))
+	}
 }

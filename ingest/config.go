@@ -19,7 +19,7 @@ const (
 // withDefaults.
 type Config struct {
 	// Domains are the receiving domains; RCPT to any other domain gets
-	// 550 5.7.1. Default ["mayfly.test"]. Matched case-insensitively.
+	// 550 5.7.1. Default ["mayfly.test"]. Matched ignoring ASCII case only.
 	Domains []string
 	// Hostname is the name in the greeting and the EHLO reply. Default
 	// "localhost".
@@ -30,6 +30,12 @@ type Config struct {
 	// MaxRecipients per transaction; past it RCPT gets 452 4.5.3 and the
 	// sender sends the rest in a new transaction. Default 50.
 	MaxRecipients int
+	// MaxRefusedRcpts caps the recipients one connection may have refused
+	// with 550 (no such mailbox, or a domain not ours): each costs a Redis
+	// lookup or is address harvesting. The refusal after that many is
+	// 421 4.7.0 instead, and the connection closes. It counts per
+	// connection, not per EHLO or transaction. Default 20.
+	MaxRefusedRcpts int
 	// MaxLineLength bounds one line, of a command or of the message.
 	// go-smtp's own default of 2000 (RFC 5321's 1000, doubled) refuses real
 	// mail: HTML generators emit unwrapped lines of tens of KiB. Longer
@@ -108,6 +114,7 @@ func (c Config) withDefaults() Config {
 		c.MaxMessageBytes = 10 << 20
 	}
 	orDefault(&c.MaxRecipients, 50)
+	orDefault(&c.MaxRefusedRcpts, 20)
 	orDefault(&c.MaxLineLength, 256<<10)
 	orDefault(&c.MaxSessions, 1000)
 	orDefault(&c.MaxSessionsPerIP, 20)

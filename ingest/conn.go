@@ -29,6 +29,9 @@ type conn struct {
 	// Only the session's goroutine touches them after admit.
 	firstMail error
 	counted   bool
+	// refusedRcpts counts the RCPTs refused with 550 on this connection
+	// (Config.MaxRefusedRcpts); only the session's goroutine touches it.
+	refusedRcpts int
 
 	mu     sync.Mutex
 	end    time.Time // SessionTimeout: no read deadline goes past it

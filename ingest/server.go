@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"net"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,7 +18,8 @@ import (
 // Deliverer is what the SMTP server needs from storage; *storage.Store
 // satisfies it.
 type Deliverer interface {
-	// Exists reports whether a live mailbox has address (case-insensitive).
+	// Exists reports whether a live mailbox has address (ignoring ASCII case
+	// only, see storage.LowerASCII).
 	// Errors: storage.ErrUnavailable.
 	Exists(ctx context.Context, address string) (bool, error)
 	// Deliver stores m in the live mailbox at address in one Redis call.
@@ -72,7 +72,7 @@ func New(store Deliverer, limiter Limiter, parser *Parser, cfg Config, log *slog
 	}
 	s.domains = make(map[string]bool, len(s.cfg.Domains))
 	for _, d := range s.cfg.Domains {
-		s.domains[strings.ToLower(d)] = true
+		s.domains[storage.LowerASCII(d)] = true
 	}
 	s.parses = make(chan struct{}, s.cfg.MaxParses)
 

@@ -33,7 +33,7 @@ func (b backend) NewSession(c *smtp.Conn) (smtp.Session, error) {
 type session struct {
 	srv   *Server
 	conn  *conn
-	rcpts []string // distinct lower-case recipients accepted so far
+	rcpts []string // distinct recipients accepted so far, ASCII lower-cased
 }
 
 // refuse counts and logs a refusal before DATA and returns its reply; a 421
@@ -45,6 +45,15 @@ func (s *session) refuse(err error) error {
 	s.srv.metrics.rejections.WithLabelValues(reason(err)).Inc()
 	s.srv.log.Debug("smtp refused", "ip", s.conn.ip, "reason", reason(err))
 	return reply(err)
+}
+
+// refuseRcpt refuses a recipient with err (a 550), or with 421 once the
+// connection has had Config.MaxRefusedRcpts refusals already.
+func (s *session) refuseRcpt(err error) error {
+	if s.conn.refusedRcpts++; s.conn.refusedRcpts > s.srv.cfg.MaxRefusedRcpts {
+		return s.refuse(errRefusedRcpts)
+	}
+	return s.refuse(err)
 }
 
 // Mail starts a transaction. It counts against the client's transaction
@@ -70,15 +79,17 @@ func (s *session) Mail(_ string, _ *smtp.MailOptions) error {
 }
 
 // Rcpt accepts a recipient only if its domain is ours and a live mailbox has
-// the address. A repeated recipient is accepted once and stored once.
+// the address. Addresses are compared ignoring ASCII case only
+// (storage.LowerASCII). A repeated recipient is accepted once and stored
+// once.
 func (s *session) Rcpt(to string, _ *smtp.RcptOptions) error {
 	if s.conn.hungUp() {
 		return reply(errHungUp)
 	}
-	addr := strings.ToLower(to)
+	addr := storage.LowerASCII(to)
 	at := strings.LastIndexByte(addr, '@')
 	if at < 0 || !s.srv.domains[addr[at+1:]] {
-		return s.refuse(errRelayDenied)
+		return s.refuseRcpt(errRelayDenied)
 	}
 	if slices.Contains(s.rcpts, addr) {
 		return nil
@@ -94,7 +105,7 @@ func (s *session) Rcpt(to string, _ *smtp.RcptOptions) error {
 		return s.refuse(err)
 	}
 	if !ok {
-		return s.refuse(storage.ErrMailboxNotFound)
+		return s.refuseRcpt(storage.ErrMailboxNotFound)
 	}
 	s.rcpts = append(s.rcpts, addr)
 	return nil

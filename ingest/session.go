@@ -129,14 +129,14 @@ func (s *session) Data(r io.Reader) error {
 	}
 	start := time.Now()
 	key := storage.DeliveryKey(raw)
-	msg, err := s.srv.parse(raw, deadline)
+	msg, failed, err := s.srv.parse(raw, deadline)
 	s.srv.releaseBuffer(held)
 	if err != nil {
 		return s.failData(err)
 	}
 	msg.Key = key
 	stored := time.Now()
-	err = s.deliver(msg)
+	err = s.deliver(msg, failed)
 	s.srv.metrics.stage.WithLabelValues("store").Observe(time.Since(stored).Seconds())
 	s.srv.metrics.latency.Observe(time.Since(start).Seconds())
 	if err != nil {
@@ -174,12 +174,19 @@ func (s *session) failData(err error) error {
 //     RCPT): 550 5.1.1.
 //   - otherwise 250; mailboxes that died between RCPT and DATA are skipped,
 //     since nobody can read them.
-func (s *session) deliver(msg storage.NewMessage) error {
+//
+// A message stored as failed (why is the reason label) is logged at info
+// with each mailbox's tag, the message id and the reason, never any of its
+// content, so an operator can find it from a user's report; it is counted
+// once, when a first copy of it is stored (a retry that stores nothing new
+// counts nothing).
+func (s *session) deliver(msg storage.NewMessage, why string) error {
 	errs := make([]error, len(s.rcpts))
+	sums := make([]storage.Summary, len(s.rcpts))
 	one := func(i int) {
 		ctx, cancel := context.WithTimeout(context.Background(), s.srv.cfg.RedisTimeout)
 		defer cancel()
-		_, errs[i] = s.srv.store.Deliver(ctx, s.rcpts[i], msg)
+		sums[i], errs[i] = s.srv.store.Deliver(ctx, s.rcpts[i], msg)
 	}
 	if len(s.rcpts) == 1 {
 		one(0)
@@ -190,13 +197,18 @@ func (s *session) deliver(msg storage.NewMessage) error {
 		}
 		wg.Wait()
 	}
-	delivered := 0
+	delivered, fresh := 0, 0
 	var failed error
 	for i, err := range errs {
 		switch {
 		case err == nil:
 			delivered++
 			s.srv.metrics.stored.WithLabelValues(string(msg.Status)).Inc()
+			if why != "" && !sums[i].Duplicate {
+				fresh++
+				s.srv.log.Info("smtp message stored as failed", "ip", s.conn.ip,
+					"mailbox", storage.TagOf(s.rcpts[i]), "msg", sums[i].ID, "reason", why)
+			}
 		case errors.Is(err, storage.ErrMailboxNotFound):
 			s.srv.log.Debug("smtp mailbox gone before delivery", "ip", s.conn.ip, "mailbox", storage.TagOf(s.rcpts[i]))
 		default:
@@ -205,6 +217,9 @@ func (s *session) deliver(msg storage.NewMessage) error {
 				failed = err
 			}
 		}
+	}
+	if fresh > 0 {
+		s.srv.metrics.failed.WithLabelValues(why).Inc()
 	}
 	switch {
 	case failed != nil:
@@ -260,20 +275,24 @@ func (s *Server) readMessage(r io.Reader) (raw []byte, held int64, err error) {
 }
 
 // parse runs the parser under the node's parse cap, waiting for a slot
-// until deadline.
-func (s *Server) parse(raw []byte, deadline time.Time) (storage.NewMessage, error) {
+// until deadline. failed is the reason label of a message stored as failed
+// (failReason), "" for a ready one.
+func (s *Server) parse(raw []byte, deadline time.Time) (msg storage.NewMessage, failed string, err error) {
 	t := time.NewTimer(time.Until(deadline))
 	defer t.Stop()
 	select {
 	case s.parses <- struct{}{}:
 	case <-t.C:
-		return storage.NewMessage{}, errOverloaded
+		return storage.NewMessage{}, "", errOverloaded
 	}
 	defer func() { <-s.parses }()
 	start := time.Now()
-	msg := s.parser.Parse(raw)
+	msg, why := s.parser.parse(raw)
 	s.metrics.stage.WithLabelValues("parse").Observe(time.Since(start).Seconds())
-	return msg, nil
+	if msg.Status == storage.StatusFailed {
+		failed = failReason(why)
+	}
+	return msg, failed, nil
 }
 
 func (s *Server) shuttingDown() bool {

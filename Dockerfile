@@ -9,6 +9,9 @@
 FROM golang:1.26-bookworm AS build
 WORKDIR /src
 COPY go.mod go.sum ./
+# The go.mod replace targets must be there before go mod download.
+COPY third_party/ ./third_party/
+COPY clients/go/go.mod ./clients/go/
 RUN go mod download
 COPY . .
 RUN CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o /out/mayfly ./cmd/mayfly

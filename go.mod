@@ -58,3 +58,5 @@ require (
 )
 
 replace github.com/mayfly/mayfly/clients/go => ./clients/go
+
+replace github.com/emersion/go-smtp => ./third_party/go-smtp

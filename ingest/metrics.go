@@ -11,6 +11,7 @@ type Metrics struct {
 	messages    *prometheus.CounterVec   // one per DATA: "accepted" or the refusal reason
 	rejections  *prometheus.CounterVec   // refusals before DATA (connect, MAIL, RCPT) by reason
 	stored      *prometheus.CounterVec   // per recipient delivery, by message status
+	failed      *prometheus.CounterVec   // messages accepted with status failed, by reason (failReasons)
 	latency     prometheus.Histogram     // end of DATA until the reply: parse plus deliveries
 	stage       *prometheus.HistogramVec // parse and deliver separately
 	redisErrors prometheus.Counter
@@ -33,6 +34,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		stored: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mayfly_smtp_deliveries_total", Help: "Messages stored in a mailbox (one per recipient), by message status.",
 		}, []string{"status"}),
+		failed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mayfly_smtp_failed_messages_total", Help: "Messages accepted and stored with status failed (one per DATA, whatever the recipients), by why the parser gave up.",
+		}, []string{"reason"}),
 		latency: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "mayfly_smtp_delivery_duration_seconds", Help: "From the end of DATA to the reply: parse plus every recipient's delivery.",
 			Buckets: buckets,
@@ -46,7 +50,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.sessions, m.messages, m.rejections, m.stored, m.latency, m.stage, m.redisErrors)
+		reg.MustRegister(m.sessions, m.messages, m.rejections, m.stored, m.failed, m.latency, m.stage, m.redisErrors)
 	}
 	return m
 }

@@ -19,8 +19,8 @@ import (
 )
 
 // Reasons a message is stored as failed. Parse returns none of them (a bad
-// message is still delivered, with status failed); they name the cause
-// inside the package and in its tests.
+// message is still delivered, with status failed); the server logs and
+// counts the reason (failReason), and the package's tests name the cause.
 var (
 	errTooManyParts     = errors.New("ingest: too many MIME parts")
 	errTooDeep          = errors.New("ingest: MIME parts nested too deep")
@@ -29,7 +29,36 @@ var (
 	errBoundaryTooLong  = errors.New("ingest: MIME boundary too long")
 	errMediaTypeTooLong = errors.New("ingest: MIME Content-Type or Content-Disposition too long")
 	errUnparsable       = errors.New("ingest: message cannot be parsed")
+	errParserPanic      = errors.New("ingest: parser panicked")
 )
+
+// failReasons are the reason labels of failed messages, a fixed set: the
+// metric mayfly_smtp_failed_messages_total and the log use them. Anything
+// else (which the parser does not return) is "other".
+var failReasons = []struct {
+	err    error
+	reason string
+}{
+	{errTooManyParts, "too_many_parts"},
+	{errTooDeep, "too_deep"},
+	{errHeaderTooLarge, "header_too_large"},
+	{errAmbiguousHeader, "ambiguous_header"},
+	{errBoundaryTooLong, "boundary_too_long"},
+	{errMediaTypeTooLong, "media_type_too_long"},
+	{errUnparsable, "unparsable"}, // enmime refused it: no header section, a malformed header line, an mbox "From " line...
+	{errParserPanic, "panic"},
+}
+
+// failReason is the label of why a message failed. Only the label is ever
+// logged: the wrapped error of enmime can quote a line of the message.
+func failReason(err error) string {
+	for _, r := range failReasons {
+		if errors.Is(err, r.err) {
+			return r.reason
+		}
+	}
+	return "other"
+}
 
 // Defaults of ParserConfig, used for its zero fields.
 const (
@@ -158,20 +187,28 @@ func NewParser(cfg ParserConfig) *Parser {
 // attachment like any other: its text is not merged into the bodies, because
 // its From, Subject and body belong to another message and the API has no
 // field to show them as such.
-func (p *Parser) Parse(raw []byte) (msg storage.NewMessage) {
+func (p *Parser) Parse(raw []byte) storage.NewMessage {
+	msg, _ := p.parse(raw)
+	return msg
+}
+
+// parse is Parse, and also says why a failed message failed (nil when it is
+// ready).
+func (p *Parser) parse(raw []byte) (msg storage.NewMessage, why error) {
 	msg.Status = storage.StatusFailed
 	defer func() {
 		if recover() != nil {
 			msg = storage.NewMessage{From: msg.From, Subject: msg.Subject, Status: storage.StatusFailed}
+			why = errParserPanic
 		}
 	}()
 	msg.From, msg.Subject = p.headerFields(raw)
 	text, html, err := p.bodies(raw)
 	if err != nil {
-		return msg
+		return msg, err
 	}
 	msg.Text, msg.HTML, msg.Status = text, html, storage.StatusReady
-	return msg
+	return msg, nil
 }
 
 // bodies returns the text and sanitized HTML bodies of raw, or why there are

@@ -303,8 +303,15 @@ func TestParseLimits(t *testing.T) {
 			if tt.want != nil {
 				want = storage.StatusFailed
 			}
-			if got := p.Parse([]byte(tt.raw)).Status; got != want {
+			msg, why := p.parse([]byte(tt.raw))
+			if got := msg.Status; got != want {
 				t.Errorf("Status = %q, want %q", got, want)
+			}
+			if tt.want != nil {
+				// The reason logged and counted names the limit, from the fixed set.
+				if got, want := failReason(why), failReason(tt.want); got != want || got == "other" {
+					t.Errorf("failReason = %q, want %q (not other)", got, want)
+				}
 			}
 		})
 	}

@@ -25,6 +25,7 @@ var (
 	errOverloaded        = errors.New("ingest: no parse slot or buffer room")
 	errShuttingDown      = errors.New("ingest: shutting down")
 	errHungUp            = errors.New("ingest: session already refused")
+	errRefusedRcpts      = errors.New("ingest: too many refused recipients")
 )
 
 // replyRow is one line of the reply table: the errors it matches, what the
@@ -59,6 +60,8 @@ var replies = []replyRow{
 		"Too many messages from your address; try again later", "mail_rate"},
 	{[]error{errIPSessions}, 421, smtp.EnhancedCode{4, 7, 0},
 		"Too many open sessions from your address; try again later", "ip_sessions"},
+	{[]error{errRefusedRcpts}, 421, smtp.EnhancedCode{4, 7, 0},
+		"Too many unknown recipients; closing connection", "refused_rcpts"},
 	{[]error{errBusy}, 421, smtp.EnhancedCode{4, 4, 5},
 		"Server busy; try again later", "busy"},
 	{[]error{errShuttingDown, errHungUp}, 421, smtp.EnhancedCode{4, 3, 2},

@@ -33,7 +33,7 @@ func (b backend) NewSession(c *smtp.Conn) (smtp.Session, error) {
 type session struct {
 	srv   *Server
 	conn  *conn
-	rcpts []string // distinct lower-case recipients accepted so far
+	rcpts []string // distinct recipients accepted so far, ASCII lower-cased
 }
 
 // refuse counts and logs a refusal before DATA and returns its reply; a 421
@@ -45,6 +45,15 @@ func (s *session) refuse(err error) error {
 	s.srv.metrics.rejections.WithLabelValues(reason(err)).Inc()
 	s.srv.log.Debug("smtp refused", "ip", s.conn.ip, "reason", reason(err))
 	return reply(err)
+}
+
+// refuseRcpt refuses a recipient with err (a 550), or with 421 once the
+// connection has had Config.MaxRefusedRcpts refusals already.
+func (s *session) refuseRcpt(err error) error {
+	if s.conn.refusedRcpts++; s.conn.refusedRcpts > s.srv.cfg.MaxRefusedRcpts {
+		return s.refuse(errRefusedRcpts)
+	}
+	return s.refuse(err)
 }
 
 // Mail starts a transaction. It counts against the client's transaction
@@ -70,15 +79,17 @@ func (s *session) Mail(_ string, _ *smtp.MailOptions) error {
 }
 
 // Rcpt accepts a recipient only if its domain is ours and a live mailbox has
-// the address. A repeated recipient is accepted once and stored once.
+// the address. Addresses are compared ignoring ASCII case only
+// (storage.LowerASCII). A repeated recipient is accepted once and stored
+// once.
 func (s *session) Rcpt(to string, _ *smtp.RcptOptions) error {
 	if s.conn.hungUp() {
 		return reply(errHungUp)
 	}
-	addr := strings.ToLower(to)
+	addr := storage.LowerASCII(to)
 	at := strings.LastIndexByte(addr, '@')
 	if at < 0 || !s.srv.domains[addr[at+1:]] {
-		return s.refuse(errRelayDenied)
+		return s.refuseRcpt(errRelayDenied)
 	}
 	if slices.Contains(s.rcpts, addr) {
 		return nil
@@ -94,7 +105,7 @@ func (s *session) Rcpt(to string, _ *smtp.RcptOptions) error {
 		return s.refuse(err)
 	}
 	if !ok {
-		return s.refuse(storage.ErrMailboxNotFound)
+		return s.refuseRcpt(storage.ErrMailboxNotFound)
 	}
 	s.rcpts = append(s.rcpts, addr)
 	return nil
@@ -118,14 +129,14 @@ func (s *session) Data(r io.Reader) error {
 	}
 	start := time.Now()
 	key := storage.DeliveryKey(raw)
-	msg, err := s.srv.parse(raw, deadline)
+	msg, failed, err := s.srv.parse(raw, deadline)
 	s.srv.releaseBuffer(held)
 	if err != nil {
 		return s.failData(err)
 	}
 	msg.Key = key
 	stored := time.Now()
-	err = s.deliver(msg)
+	err = s.deliver(msg, failed)
 	s.srv.metrics.stage.WithLabelValues("store").Observe(time.Since(stored).Seconds())
 	s.srv.metrics.latency.Observe(time.Since(start).Seconds())
 	if err != nil {
@@ -163,12 +174,19 @@ func (s *session) failData(err error) error {
 //     RCPT): 550 5.1.1.
 //   - otherwise 250; mailboxes that died between RCPT and DATA are skipped,
 //     since nobody can read them.
-func (s *session) deliver(msg storage.NewMessage) error {
+//
+// A message stored as failed (why is the reason label) is logged at info
+// with each mailbox's tag, the message id and the reason, never any of its
+// content, so an operator can find it from a user's report; it is counted
+// once, when a first copy of it is stored (a retry that stores nothing new
+// counts nothing).
+func (s *session) deliver(msg storage.NewMessage, why string) error {
 	errs := make([]error, len(s.rcpts))
+	sums := make([]storage.Summary, len(s.rcpts))
 	one := func(i int) {
 		ctx, cancel := context.WithTimeout(context.Background(), s.srv.cfg.RedisTimeout)
 		defer cancel()
-		_, errs[i] = s.srv.store.Deliver(ctx, s.rcpts[i], msg)
+		sums[i], errs[i] = s.srv.store.Deliver(ctx, s.rcpts[i], msg)
 	}
 	if len(s.rcpts) == 1 {
 		one(0)
@@ -179,13 +197,18 @@ func (s *session) deliver(msg storage.NewMessage) error {
 		}
 		wg.Wait()
 	}
-	delivered := 0
+	delivered, fresh := 0, 0
 	var failed error
 	for i, err := range errs {
 		switch {
 		case err == nil:
 			delivered++
 			s.srv.metrics.stored.WithLabelValues(string(msg.Status)).Inc()
+			if why != "" && !sums[i].Duplicate {
+				fresh++
+				s.srv.log.Info("smtp message stored as failed", "ip", s.conn.ip,
+					"mailbox", storage.TagOf(s.rcpts[i]), "msg", sums[i].ID, "reason", why)
+			}
 		case errors.Is(err, storage.ErrMailboxNotFound):
 			s.srv.log.Debug("smtp mailbox gone before delivery", "ip", s.conn.ip, "mailbox", storage.TagOf(s.rcpts[i]))
 		default:
@@ -194,6 +217,9 @@ func (s *session) deliver(msg storage.NewMessage) error {
 				failed = err
 			}
 		}
+	}
+	if fresh > 0 {
+		s.srv.metrics.failed.WithLabelValues(why).Inc()
 	}
 	switch {
 	case failed != nil:
@@ -249,20 +275,24 @@ func (s *Server) readMessage(r io.Reader) (raw []byte, held int64, err error) {
 }
 
 // parse runs the parser under the node's parse cap, waiting for a slot
-// until deadline.
-func (s *Server) parse(raw []byte, deadline time.Time) (storage.NewMessage, error) {
+// until deadline. failed is the reason label of a message stored as failed
+// (failReason), "" for a ready one.
+func (s *Server) parse(raw []byte, deadline time.Time) (msg storage.NewMessage, failed string, err error) {
 	t := time.NewTimer(time.Until(deadline))
 	defer t.Stop()
 	select {
 	case s.parses <- struct{}{}:
 	case <-t.C:
-		return storage.NewMessage{}, errOverloaded
+		return storage.NewMessage{}, "", errOverloaded
 	}
 	defer func() { <-s.parses }()
 	start := time.Now()
-	msg := s.parser.Parse(raw)
+	msg, why := s.parser.parse(raw)
 	s.metrics.stage.WithLabelValues("parse").Observe(time.Since(start).Seconds())
-	return msg, nil
+	if msg.Status == storage.StatusFailed {
+		failed = failReason(why)
+	}
+	return msg, failed, nil
 }
 
 func (s *Server) shuttingDown() bool {

@@ -60,11 +60,35 @@ type Mailbox struct {
 // Tag returns the mailbox's hash tag (the local part of its address).
 func (m Mailbox) Tag() string { return TagOf(m.Address) }
 
-// TagOf returns the tag an address names: its local part, lower-cased. It
-// does not say whether such a mailbox exists, or whether the tag is valid.
+// TagOf returns the tag an address names: its local part, lower-cased
+// (ASCII only, see LowerASCII). It does not say whether such a mailbox
+// exists, or whether the tag is valid.
 func TagOf(address string) string {
 	local, _, _ := strings.Cut(address, "@")
-	return strings.ToLower(local)
+	return LowerASCII(local)
+}
+
+// LowerASCII lower-cases the ASCII letters A-Z of s and leaves every other
+// byte alone. Addresses are compared in this form, never with Unicode case
+// folding (strings.ToLower, strings.EqualFold), which maps the Kelvin sign
+// U+212A to "k" and U+0130 (I with a dot) to "i": a non-ASCII address would
+// then reach an ASCII mailbox. Bytes of a multi-byte UTF-8 sequence are all
+// 0x80 or above, so they are never touched.
+func LowerASCII(s string) string {
+	i := 0
+	for i < len(s) && (s[i] < 'A' || s[i] > 'Z') {
+		i++
+	}
+	if i == len(s) {
+		return s
+	}
+	b := []byte(s)
+	for ; i < len(b); i++ {
+		if 'A' <= b[i] && b[i] <= 'Z' {
+			b[i] += 'a' - 'A'
+		}
+	}
+	return string(b)
 }
 
 // Summary is what the message list shows of a message.

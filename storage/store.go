@@ -86,7 +86,7 @@ func (s *Store) Create(ctx context.Context, tag, domain string, lifetime time.Du
 	lifetime = min(lifetime, MaxLifetime)
 	id := uuid.New()
 	cred := newCredential(tag)
-	addr := tag + "@" + strings.ToLower(domain)
+	addr := tag + "@" + LowerASCII(domain)
 	res, err := s.exec(ctx, "create", s.scripts.create, s.keys.all(tag), []string{
 		id.String(), addr, strconv.FormatInt(lifetime.Milliseconds(), 10),
 		strconv.FormatInt(MaxLifetime.Milliseconds(), 10), cred.digest(), owner,
@@ -459,10 +459,10 @@ func (s *Store) DeleteMessage(ctx context.Context, session Credential, id uuid.U
 	return nil
 }
 
-// splitAddress returns the tag and the lower-cased address of a recipient,
+// splitAddress returns the tag and the lower-cased (ASCII only) address of a recipient,
 // or false when it cannot be a Mayfly address.
 func splitAddress(address string) (tag, lower string, ok bool) {
-	lower = strings.ToLower(address)
+	lower = LowerASCII(address)
 	tag = TagOf(lower)
 	if _, domain, found := strings.Cut(lower, "@"); !found || domain == "" || !ValidTag(tag) {
 		return "", "", false
@@ -470,7 +470,8 @@ func splitAddress(address string) (tag, lower string, ok bool) {
 	return tag, lower, true
 }
 
-// Exists reports whether a live mailbox has address (case-insensitive).
+// Exists reports whether a live mailbox has address, ignoring ASCII case
+// only (LowerASCII).
 //
 // It is the SMTP recipient check, one native HMGET: the box hash expires
 // with the mailbox, and its expiry field is compared with this node's clock

@@ -36,6 +36,7 @@ var settings = []setting{
 	{"MAYFLY_SMTP_HOSTNAME", "", "name in the SMTP greeting and EHLO reply; empty: the machine's hostname"},
 	{"MAYFLY_SMTP_MAX_BYTES", "10485760", "largest message accepted over SMTP (advertised as SIZE); larger gets 552 5.3.4"},
 	{"MAYFLY_SMTP_MAX_RECIPIENTS", "50", "recipients per SMTP transaction; past it RCPT gets 452 4.5.3"},
+	{"MAYFLY_SMTP_MAX_REFUSED_RCPTS", "20", "refused recipients (unknown mailbox or foreign domain) per SMTP connection; the next refusal is 421 4.7.0 and the connection closes"},
 	{"MAYFLY_SMTP_MAX_LINE_BYTES", "262144", "longest line of an SMTP command or message; longer gets 500 5.5.2 and the connection closes"},
 	{"MAYFLY_SMTP_TLS_CERT", "", "PEM certificate file for STARTTLS; with MAYFLY_SMTP_TLS_KEY, enables STARTTLS"},
 	{"MAYFLY_SMTP_TLS_KEY", "", "PEM private key file for STARTTLS"},
@@ -157,6 +158,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		hostname:       p.str("MAYFLY_SMTP_HOSTNAME"),
 		maxBytes:       p.positive("MAYFLY_SMTP_MAX_BYTES"),
 		maxRecipients:  p.positive("MAYFLY_SMTP_MAX_RECIPIENTS"),
+		maxRefused:     p.positive("MAYFLY_SMTP_MAX_REFUSED_RCPTS"),
 		maxLineBytes:   p.positive("MAYFLY_SMTP_MAX_LINE_BYTES"),
 		tlsCert:        p.str("MAYFLY_SMTP_TLS_CERT"),
 		tlsKey:         p.str("MAYFLY_SMTP_TLS_KEY"),
@@ -188,6 +190,7 @@ type smtpConfig struct {
 	hostname       string
 	maxBytes       int
 	maxRecipients  int
+	maxRefused     int
 	maxLineBytes   int
 	tlsCert        string
 	tlsKey         string

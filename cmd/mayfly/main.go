@@ -233,6 +233,7 @@ func smtpServerConfig(cfg config, tlsConfig *tls.Config) ingest.Config {
 		Hostname:          hostname,
 		MaxMessageBytes:   int64(cfg.smtp.maxBytes),
 		MaxRecipients:     cfg.smtp.maxRecipients,
+		MaxRefusedRcpts:   cfg.smtp.maxRefused,
 		MaxLineLength:     cfg.smtp.maxLineBytes,
 		TLSConfig:         tlsConfig,
 		ProxyProtocolFrom: cfg.smtp.proxyFrom,

@@ -1,0 +1,158 @@
+package ingest
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/mayfly/mayfly/ratelimit"
+)
+
+// reserve takes a session slot for a new connection from ip, or returns the
+// refusal.
+func (s *Server) reserve(c *conn) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.closing:
+		return errShuttingDown
+	case len(s.conns) >= s.cfg.MaxSessions:
+		return errBusy
+	case s.perIP[c.ip] >= s.cfg.MaxSessionsPerIP:
+		return errIPSessions
+	}
+	s.conns[c] = struct{}{}
+	s.perIP[c.ip]++
+	s.metrics.sessions.Inc()
+	return nil
+}
+
+// release frees c's session slot.
+func (s *Server) release(c *conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.conns[c]; !ok {
+		return
+	}
+	delete(s.conns, c)
+	if s.perIP[c.ip]--; s.perIP[c.ip] <= 0 {
+		delete(s.perIP, c.ip)
+	}
+	s.metrics.sessions.Dec()
+}
+
+// admit decides whether a new connection may start a session and hands it
+// to go-smtp through l, or answers 421 and closes it. It runs in its own
+// goroutine, so a slow Redis never stalls the accept loop.
+func (s *Server) admit(nc net.Conn, l *listener) {
+	if !s.proxyHeaderOK(nc) {
+		nc.Close()
+		return
+	}
+	c := &conn{Conn: nc, srv: s, ip: clientKey(nc.RemoteAddr()), end: time.Now().Add(s.cfg.SessionTimeout)}
+	if err := s.reserve(c); err != nil {
+		s.refuseConn(c, err)
+		return
+	}
+	// The connection and its first transaction are counted together, in one
+	// round trip: the first MAIL then needs no Redis call of its own. A
+	// connection that never sends MAIL has used one transaction of the
+	// allowance anyway.
+	connErr, mailErr := s.allowConn(c.ip)
+	if connErr != nil {
+		s.release(c)
+		s.refuseConn(c, connErr)
+		return
+	}
+	c.firstMail = mailErr
+	c.counted = true
+	select {
+	case l.conns <- c:
+	case <-l.done:
+		c.Close()
+	}
+}
+
+// refuseConn answers a connection that gets no session and closes it.
+func (s *Server) refuseConn(c *conn, err error) {
+	s.metrics.rejections.WithLabelValues(reason(err)).Inc()
+	s.log.Debug("smtp connection refused", "ip", c.ip, "reason", reason(err))
+	_ = c.Conn.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
+	_ = writeReply(c.Conn, err)
+	c.linger()
+}
+
+// allow counts one hit of client against r and returns refused when over
+// the limit. A limiter that cannot reach Redis admits the hit unless
+// Config.LimitsFailClosed: the limits protect Redis and the node, and with
+// Redis down the recipient check already answers 451, so failing closed
+// would mostly hide the real cause (the default); failing closed answers
+// 451 4.3.0 at once instead.
+func (s *Server) allow(r ratelimit.Rule, client string, refused error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RedisTimeout)
+	defer cancel()
+	d, err := s.limiter.Allow(ctx, r, client)
+	if err != nil {
+		return s.limitUnavailable(r.Name, client, err)
+	}
+	if !d.Allowed {
+		return refused
+	}
+	return nil
+}
+
+// allowConn counts a new connection and its first transaction, and returns
+// the refusal (or nil) of each; a Redis failure is handled as allow does.
+func (s *Server) allowConn(client string) (conn, mail error) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RedisTimeout)
+	defer cancel()
+	ds, err := s.limiter.AllowAll(ctx, client, s.cfg.ConnRule, s.cfg.MailRule)
+	if err != nil {
+		err = s.limitUnavailable("conn+mail", client, err)
+		return err, err
+	}
+	if !ds[0].Allowed {
+		conn = errConnRate
+	}
+	if !ds[1].Allowed {
+		mail = errMailRate
+	}
+	return conn, mail
+}
+
+// limitUnavailable counts a limiter failure and returns what the hit gets:
+// nil (admitted) unless Config.LimitsFailClosed.
+func (s *Server) limitUnavailable(rule, client string, err error) error {
+	s.metrics.redisErrors.Inc()
+	if s.cfg.LimitsFailClosed {
+		s.log.Warn("smtp rate limit unavailable; refusing", "rule", rule, "ip", client, "err", err)
+		return err
+	}
+	s.log.Warn("smtp rate limit unavailable; admitting", "rule", rule, "ip", client, "err", err)
+	return nil
+}
+
+// acquireBuffer reserves n message bytes of the node's buffer budget.
+func (s *Server) acquireBuffer(n int64) bool {
+	if s.buffered.Add(n) > s.cfg.MaxBufferBytes {
+		s.buffered.Add(-n)
+		return false
+	}
+	return true
+}
+
+func (s *Server) releaseBuffer(n int64) { s.buffered.Add(-n) }
+
+// clientKey is the limiter's key for a peer: its IPv4 address or IPv6 /64.
+func clientKey(a net.Addr) string {
+	if ta, ok := a.(*net.TCPAddr); ok {
+		return ratelimit.ClientKey(ta.AddrPort().Addr())
+	}
+	if a != nil {
+		if ap, err := netip.ParseAddrPort(a.String()); err == nil {
+			return ratelimit.ClientKey(ap.Addr())
+		}
+	}
+	return "unknown"
+}

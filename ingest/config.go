@@ -1,0 +1,141 @@
+package ingest
+
+import (
+	"crypto/tls"
+	"net/netip"
+	"runtime"
+	"time"
+
+	"github.com/mayfly/mayfly/ratelimit"
+)
+
+// The rule names of the per-IP limits; they name the limiter's keys.
+const (
+	ConnRuleName = "smtp-conn"
+	MailRuleName = "smtp-mail"
+)
+
+// Config tunes the SMTP server. Zero values mean the defaults, applied in
+// withDefaults.
+type Config struct {
+	// Domains are the receiving domains; RCPT to any other domain gets
+	// 550 5.7.1. Default ["mayfly.test"]. Matched ignoring ASCII case only.
+	Domains []string
+	// Hostname is the name in the greeting and the EHLO reply. Default
+	// "localhost".
+	Hostname string
+	// MaxMessageBytes is advertised as SIZE and enforced on the bytes
+	// received (552 5.3.4). Default 10 MiB.
+	MaxMessageBytes int64
+	// MaxRecipients per transaction; past it RCPT gets 452 4.5.3 and the
+	// sender sends the rest in a new transaction. Default 50.
+	MaxRecipients int
+	// MaxRefusedRcpts caps the recipients one connection may have refused
+	// with 550 (no such mailbox, or a domain not ours): each costs a Redis
+	// lookup or is address harvesting. The refusal after that many is
+	// 421 4.7.0 instead, and the connection closes. It counts per
+	// connection, not per EHLO or transaction. Default 20.
+	MaxRefusedRcpts int
+	// MaxLineLength bounds one line, of a command or of the message.
+	// go-smtp's own default of 2000 (RFC 5321's 1000, doubled) refuses real
+	// mail: HTML generators emit unwrapped lines of tens of KiB. Longer
+	// lines get 500 5.5.2 and the connection is closed. go-smtp buffers a
+	// whole command line, so this is also the memory one session can pin
+	// outside DATA. Default 256 KiB.
+	MaxLineLength int
+	// TLSConfig enables STARTTLS when set.
+	TLSConfig *tls.Config
+	// LimitsFailClosed refuses (451 4.3.0) a connection or transaction
+	// whose per-IP limit cannot be checked because Redis is unavailable;
+	// false (the default) admits it.
+	LimitsFailClosed bool
+	// ProxyProtocolFrom are the peers (a TCP load balancer) that must open
+	// every connection with a PROXY protocol v1 or v2 header: the session's
+	// client address, and so every per-IP limit, is the one the header
+	// names. A connection from such a peer without a valid header, or with
+	// a LOCAL one (a health check), is closed without a greeting. Any other
+	// peer is not read for a header at all (SMTP is server-first: the
+	// greeting cannot wait for one), so a PROXY line it sends is just an
+	// unknown command. Empty: no PROXY protocol.
+	ProxyProtocolFrom []netip.Prefix
+	// MaxSessions caps the connections one node serves at once; past it a
+	// new connection gets 421 4.4.5 and is closed. Default 1000.
+	MaxSessions int
+	// MaxSessionsPerIP caps the connections of one client (IPv4 address or
+	// IPv6 /64) at once on one node: 421 4.7.0. Default 20.
+	MaxSessionsPerIP int
+	// ConnRule limits new connections per client across all nodes: 421
+	// 4.7.0. Name defaults to ConnRuleName, Limit to 60, Window to a minute.
+	ConnRule ratelimit.Rule
+	// MailRule limits transactions (MAIL commands) per client across all
+	// nodes: 421 4.7.0. Name defaults to MailRuleName, Limit to 120, Window
+	// to a minute.
+	MailRule ratelimit.Rule
+	// MaxParses caps concurrent MIME parses on one node (parsing is CPU
+	// bound). Default GOMAXPROCS.
+	MaxParses int
+	// MaxBufferBytes caps the message bytes all sessions of one node hold in
+	// memory at once; a DATA that finds no room gets 451 4.3.1. Default
+	// 256 MiB, and never less than MaxMessageBytes.
+	MaxBufferBytes int64
+	// RedisTimeout bounds each Redis call (recipient check, rate limit, one
+	// recipient's delivery). Default 2 s.
+	RedisTimeout time.Duration
+	// ReadTimeout bounds the wait for each command (idle clients). Default
+	// 60 s.
+	ReadTimeout time.Duration
+	// WriteTimeout bounds each reply write. Default 60 s.
+	WriteTimeout time.Duration
+	// DataTimeout bounds the whole message transfer of one DATA (slow
+	// clients). Default 5 min.
+	DataTimeout time.Duration
+	// SessionTimeout bounds a whole connection, however busy. Default 15 min.
+	SessionTimeout time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	if len(c.Domains) == 0 {
+		c.Domains = []string{"mayfly.test"}
+	}
+	if c.Hostname == "" {
+		c.Hostname = "localhost"
+	}
+	orDefault := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	orDuration := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	if c.MaxMessageBytes <= 0 {
+		c.MaxMessageBytes = 10 << 20
+	}
+	orDefault(&c.MaxRecipients, 50)
+	orDefault(&c.MaxRefusedRcpts, 20)
+	orDefault(&c.MaxLineLength, 256<<10)
+	orDefault(&c.MaxSessions, 1000)
+	orDefault(&c.MaxSessionsPerIP, 20)
+	orDefault(&c.MaxParses, runtime.GOMAXPROCS(0))
+	if c.MaxBufferBytes <= 0 {
+		c.MaxBufferBytes = 256 << 20
+	}
+	c.MaxBufferBytes = max(c.MaxBufferBytes, c.MaxMessageBytes)
+	rule := func(r *ratelimit.Rule, name string, limit int) {
+		if r.Name == "" {
+			r.Name = name
+		}
+		orDefault(&r.Limit, limit)
+		orDuration(&r.Window, time.Minute)
+	}
+	rule(&c.ConnRule, ConnRuleName, 60)
+	rule(&c.MailRule, MailRuleName, 120)
+	orDuration(&c.RedisTimeout, 2*time.Second)
+	orDuration(&c.ReadTimeout, 60*time.Second)
+	orDuration(&c.WriteTimeout, 60*time.Second)
+	orDuration(&c.DataTimeout, 5*time.Minute)
+	orDuration(&c.SessionTimeout, 15*time.Minute)
+	return c
+}

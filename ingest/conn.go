@@ -1,0 +1,159 @@
+package ingest
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// lingerTime bounds how long a refused connection is drained before it is
+// closed.
+const lingerTime = 500 * time.Millisecond
+
+// conn is an admitted connection. It holds the session slot until closed,
+// clamps every read deadline to the session's end (SessionTimeout; for
+// commands also the start of Shutdown), and can hang up right after the
+// reply that refuses the session.
+type conn struct {
+	net.Conn
+	srv *Server
+	ip  string
+
+	// firstMail is the decision on the connection's first transaction,
+	// counted with the connection (see admit); counted says it is unused.
+	// Only the session's goroutine touches them after admit.
+	firstMail error
+	counted   bool
+	// refusedRcpts counts the RCPTs refused with 550 on this connection
+	// (Config.MaxRefusedRcpts); only the session's goroutine touches it.
+	refusedRcpts int
+
+	mu     sync.Mutex
+	end    time.Time // SessionTimeout: no read deadline goes past it
+	stop   time.Time // when Shutdown began; zero before
+	inData bool      // Shutdown lets a DATA in progress finish
+
+	hangup atomic.Int32 // 0 open, 1 close after the next write, 2 closing
+	closed sync.Once
+}
+
+// clamp bounds a read deadline by the session's end and, for a command, by
+// Shutdown.
+func (c *conn) clamp(t time.Time, command bool) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	end := c.end
+	if command && !c.stop.IsZero() {
+		end = c.stop
+	}
+	if t.IsZero() || t.After(end) {
+		return end
+	}
+	return t
+}
+
+// SetReadDeadline clamps t to the session's end: go-smtp resets the read
+// deadline before every command, so this is where a whole-session bound and
+// Shutdown reach it.
+func (c *conn) SetReadDeadline(t time.Time) error { return c.Conn.SetReadDeadline(c.clamp(t, true)) }
+
+// SetDeadline clamps the read half like SetReadDeadline.
+func (c *conn) SetDeadline(t time.Time) error {
+	if err := c.Conn.SetWriteDeadline(t); err != nil {
+		return err
+	}
+	return c.SetReadDeadline(t)
+}
+
+// Write writes, then closes the connection if the session was refused: the
+// refusing reply (421) is the last thing the client reads.
+func (c *conn) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	if c.hangup.CompareAndSwap(1, 2) {
+		c.linger()
+	}
+	return n, err
+}
+
+// hangUp arranges for the connection to close after the next reply.
+func (c *conn) hangUp() { c.hangup.CompareAndSwap(0, 1) }
+
+// hungUp reports whether the session was refused; commands the client
+// pipelined after the refusal are answered without touching Redis.
+func (c *conn) hungUp() bool { return c.hangup.Load() != 0 }
+
+// startData marks a DATA in progress and sets its whole-transfer deadline.
+// A DATA the client already started (it got 354) may finish even when
+// Shutdown began a moment before: only the session's end bounds it, and
+// Shutdown's own context bounds the wait.
+func (c *conn) startData(d time.Duration) {
+	c.mu.Lock()
+	c.inData = true
+	c.mu.Unlock()
+	_ = c.Conn.SetReadDeadline(c.clamp(time.Now().Add(d), false))
+}
+
+func (c *conn) endData() {
+	c.mu.Lock()
+	c.inData = false
+	c.mu.Unlock()
+}
+
+// shutdown ends the session at its next command: an idle read returns at
+// once, a DATA in progress finishes first.
+func (c *conn) shutdown(now time.Time) {
+	c.mu.Lock()
+	c.stop = now
+	inData := c.inData
+	c.mu.Unlock()
+	if !inData {
+		_ = c.Conn.SetReadDeadline(now)
+	}
+}
+
+// linger closes after a refusal without losing the reply: closing a socket
+// with unread input (pipelined commands) sends a RST, which can make the
+// client's stack drop the reply still unread. So: FIN first, drain briefly,
+// then close.
+func (c *conn) linger() {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	}
+	_ = c.Conn.SetReadDeadline(time.Now().Add(lingerTime))
+	_, _ = io.Copy(io.Discard, io.LimitReader(c.Conn, 64<<10))
+	c.Close()
+}
+
+// Close closes the connection and frees its session slot; later calls are
+// no-ops.
+func (c *conn) Close() error {
+	err := net.ErrClosed
+	c.closed.Do(func() {
+		c.srv.release(c)
+		err = c.Conn.Close()
+	})
+	if errors.Is(err, net.ErrClosed) {
+		return nil
+	}
+	return err
+}
+
+// ownConn finds the admitted conn under go-smtp's connection, which is
+// a *tls.Conn around it after STARTTLS.
+func ownConn(nc net.Conn) (*conn, error) {
+	for {
+		switch c := nc.(type) {
+		case *conn:
+			return c, nil
+		case *tls.Conn:
+			nc = c.NetConn()
+		default:
+			return nil, fmt.Errorf("ingest: connection %T was not admitted by Serve", nc)
+		}
+	}
+}

@@ -210,7 +210,7 @@ class Client:
         body: Dict[str, Any] = {}
         if lifetime_minutes is not None:
             body["lifetime_minutes"] = int(lifetime_minutes)
-        inbox = Inbox(self, http.cookiejar.CookieJar())
+        inbox = Inbox(self, new_jar())
         ctx = self._ctx(timeout, cancel)
         with ctx:
             data = self._call(inbox._jar, "POST", "/mailboxes", body, _CREATE, ctx)
@@ -348,6 +348,15 @@ class Client:
             if self.on_retry is not None:
                 self.on_retry(info)
             ctx.sleep(wait)
+
+
+def new_jar() -> http.cookiejar.CookieJar:
+    """The cookie jar of one inbox. The API's cookies are host-only (no
+    Domain); http.cookiejar's default policy would send such a cookie to
+    the host's subdomains as well: DomainStrictNonDomain keeps it to its
+    host. Secure cookies go over https only (the default policy)."""
+    policy = http.cookiejar.DefaultCookiePolicy(strict_ns_domain=http.cookiejar.DefaultCookiePolicy.DomainStrictNonDomain)
+    return http.cookiejar.CookieJar(policy)
 
 
 def _route(path: str) -> str:

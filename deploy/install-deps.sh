@@ -35,6 +35,12 @@ if [[ -n $checks ]]; then
 fi
 # swaks needs Net::SSLeay for --tls (a recommends, which we do not install).
 perl -MNet::SSLeay -e1 2>/dev/null || missing+=(libnet-ssleay-perl)
+# With --checks: the Python client's suite runs on Debian's python3 with its
+# pytest (no PyPI), and installs the package into a venv (python3-venv).
+if [[ -n $checks ]]; then
+	/usr/bin/python3 -c 'import pytest' 2>/dev/null || missing+=(python3-pytest)
+	dpkg-query -W -f='${Status}' python3-venv 2>/dev/null | grep -q 'ok installed' || missing+=(python3-venv)
+fi
 ((${#missing[@]} == 0)) && exit 0
 
 apt_cmd="apt-get update && apt-get install -y --no-install-recommends ${missing[*]}"
@@ -59,3 +65,4 @@ for c in "${tools[@]}"; do
 	command -v "$c" >/dev/null || die "$c still missing after installing ${missing[*]}"
 done
 perl -MNet::SSLeay -e1 2>/dev/null || die "Net::SSLeay still missing after installing ${missing[*]}"
+[[ -z $checks ]] || /usr/bin/python3 -c 'import pytest' 2>/dev/null || die "pytest still missing after installing ${missing[*]}"

@@ -36,9 +36,11 @@ fi
 # swaks needs Net::SSLeay for --tls (a recommends, which we do not install).
 perl -MNet::SSLeay -e1 2>/dev/null || missing+=(libnet-ssleay-perl)
 # With --checks: the Python client's suite runs on Debian's python3 with its
-# pytest (no PyPI), and installs the package into a venv (python3-venv).
+# pytest (no PyPI), and installs the package into a venv (python3-venv) with
+# the system's setuptools and wheel (pip --no-build-isolation: no index).
 if [[ -n $checks ]]; then
 	/usr/bin/python3 -c 'import pytest' 2>/dev/null || missing+=(python3-pytest)
+	/usr/bin/python3 -c 'import setuptools, wheel' 2>/dev/null || missing+=(python3-setuptools python3-wheel)
 	dpkg-query -W -f='${Status}' python3-venv 2>/dev/null | grep -q 'ok installed' || missing+=(python3-venv)
 fi
 ((${#missing[@]} == 0)) && exit 0

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Optional, Set
+from typing import Any, Callable, Optional, Set, Union
 
 from .errors import CancelledError
+
+#: What ``cancel=`` takes: a :class:`threading.Event` (or anything with
+#: ``is_set()`` and ``wait(timeout)``), or a callable that returns True once
+#: the call is to end (it is called from a watchdog thread, every 50 ms).
+Cancel = Union[threading.Event, Callable[[], bool], None]
 
 #: How often the watchdog looks at the cancel event and the deadline.
 _WATCH_INTERVAL = 0.05
@@ -19,12 +24,19 @@ class Ctx:
     moment the event is set or the deadline passes, so a blocked read (an
     event stream) ends at once."""
 
-    def __init__(
-        self, timeout: Optional[float], cancel: Optional[threading.Event], watch_deadline: bool = False
-    ) -> None:
+    def __init__(self, timeout: Optional[float], cancel: Cancel, watch_deadline: bool = False) -> None:
         self._watch_deadline = watch_deadline
         self.end = None if timeout is None else time.monotonic() + max(0.0, timeout)
         self.cancel = cancel
+        self._event: Optional[Any] = None
+        self._fn: Optional[Callable[[], bool]] = None
+        if cancel is not None:
+            if hasattr(cancel, "is_set") and hasattr(cancel, "wait"):
+                self._event = cancel
+            elif callable(cancel):
+                self._fn = cancel
+            else:
+                raise TypeError("mayfly: cancel must be a threading.Event or a callable returning bool")
         self._lock = threading.Lock()
         self._conns: Set[Any] = set()
         self._stop = threading.Event()
@@ -37,7 +49,9 @@ class Ctx:
         return self.end is not None and time.monotonic() >= self.end
 
     def cancelled(self) -> bool:
-        return self.cancel is not None and self.cancel.is_set()
+        if self._event is not None:
+            return bool(self._event.is_set())
+        return self._fn is not None and bool(self._fn())
 
     def check_cancel(self) -> None:
         if self.cancelled():
@@ -63,9 +77,17 @@ class Ctx:
         return True
 
     def _wait(self, seconds: float) -> None:
-        if self.cancel is not None:
-            if self.cancel.wait(seconds):
+        if self._event is not None:
+            if self._event.wait(seconds):
                 raise CancelledError("cancelled")
+        elif self._fn is not None:
+            end = time.monotonic() + seconds
+            while True:
+                self.check_cancel()
+                left = end - time.monotonic()
+                if left <= 0:
+                    return
+                time.sleep(min(left, _WATCH_INTERVAL))
         elif seconds > 0:
             time.sleep(seconds)
 

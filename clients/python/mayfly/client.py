@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 from typing import Any, Callable, Dict, Iterator, List, Optional, Pattern, Set, Tuple, Union
 
-from ._ctx import Ctx
+from ._ctx import Cancel, Ctx
 from .errors import (
     CREATION_LIMIT_CODES,
     CancelledError,
@@ -160,7 +160,7 @@ class Client:
         base_url: str,
         *,
         timeout: float = 30.0,
-        wait_timeout: float = 60.0,
+        wait_timeout: Optional[float] = 60.0,
         max_attempts: int = 6,
         max_retry_after: float = 10.0,
         poll_interval: float = MIN_POLL_INTERVAL,
@@ -199,7 +199,7 @@ class Client:
         lifetime_minutes: Optional[int] = None,
         *,
         timeout: Optional[float] = None,
-        cancel: Optional[threading.Event] = None,
+        cancel: Cancel = None,
     ) -> "Inbox":
         """Creates an inbox living ``lifetime_minutes`` (1 to 10; ``None``: the
         service's default) and selects it in a new cookie jar.
@@ -222,7 +222,7 @@ class Client:
 
     # Requests.
 
-    def _ctx(self, timeout: Optional[float], cancel: Optional[threading.Event]) -> Ctx:
+    def _ctx(self, timeout: Optional[float], cancel: Cancel) -> Ctx:
         return Ctx(self.timeout if timeout is None else timeout, cancel)
 
     def _url(self, path: str) -> str:
@@ -397,8 +397,9 @@ class Inbox:
     several threads, but it runs one event stream at a time.
 
     Every method takes ``timeout=`` (seconds; the call's deadline, retries
-    included) and ``cancel=`` (a :class:`threading.Event`: setting it ends
-    the call at once with :class:`CancelledError`). After :meth:`delete`, or
+    included) and ``cancel=`` (a :class:`threading.Event`, or a callable
+    that returns True once the call is to end: setting it ends the call at
+    once with :class:`CancelledError`). After :meth:`delete`, or
     once the service no longer accepts the inbox, every method raises
     :class:`InboxGoneError`. Used as a context manager, the inbox is deleted
     at the end of the block."""
@@ -494,19 +495,19 @@ class Inbox:
         self._mailbox = Mailbox.from_json(_field(data, "mailbox"))
         return self._mailbox
 
-    def select(self, *, timeout: Optional[float] = None, cancel: Optional[threading.Event] = None) -> Mailbox:
+    def select(self, *, timeout: Optional[float] = None, cancel: Cancel = None) -> Mailbox:
         """Opens a new session on the inbox with its scoped cookie (creation
         already did)."""
         with self._client._ctx(timeout, cancel) as ctx:
             return self._select(ctx)
 
-    def current(self, *, timeout: Optional[float] = None, cancel: Optional[threading.Event] = None) -> Mailbox:
+    def current(self, *, timeout: Optional[float] = None, cancel: Cancel = None) -> Mailbox:
         """The inbox as the service shows it now."""
         with self._client._ctx(timeout, cancel) as ctx:
             self._mailbox = Mailbox.from_json(_field(self._do("GET", "/mailboxes/current", None, _READ, ctx), "mailbox"))
             return self._mailbox
 
-    def extend(self, minutes: int, *, timeout: Optional[float] = None, cancel: Optional[threading.Event] = None) -> Mailbox:
+    def extend(self, minutes: int, *, timeout: Optional[float] = None, cancel: Cancel = None) -> Mailbox:
         """Asks for ``minutes`` (1 to 10) more; returns the inbox with the
         expiry granted, which never passes ``max_expires_at`` (the grant may
         be smaller than asked, or none)."""
@@ -515,7 +516,7 @@ class Inbox:
             self._mailbox = Mailbox.from_json(_field(data, "mailbox"))
             return self._mailbox
 
-    def delete(self, *, timeout: Optional[float] = None, cancel: Optional[threading.Event] = None) -> None:
+    def delete(self, *, timeout: Optional[float] = None, cancel: Cancel = None) -> None:
         """Destroys the inbox and its messages. From then on every method
         raises :class:`InboxGoneError` without sending a request."""
         with self._client._ctx(timeout, cancel) as ctx:
@@ -528,7 +529,7 @@ class Inbox:
         offset: int = 0,
         *,
         timeout: Optional[float] = None,
-        cancel: Optional[threading.Event] = None,
+        cancel: Cancel = None,
     ) -> Page:
         """One page of the message list, newest first."""
         with self._client._ctx(timeout, cancel) as ctx:
@@ -552,7 +553,7 @@ class Inbox:
         page_size: int = 100,
         *,
         timeout: Optional[float] = None,
-        cancel: Optional[threading.Event] = None,
+        cancel: Cancel = None,
     ) -> Iterator[MessageSummary]:
         """Every message, newest first, a page of ``page_size`` (1 to 100) at
         a time, advancing the offset while ``has_more`` is set. ``timeout``
@@ -575,7 +576,7 @@ class Inbox:
                 return out
             offset += 100
 
-    def message(self, id: str, *, timeout: Optional[float] = None, cancel: Optional[threading.Event] = None) -> Message:
+    def message(self, id: str, *, timeout: Optional[float] = None, cancel: Cancel = None) -> Message:
         """One message with its bodies. It counts as seen by a later
         ``wait_for_message(since="unseen")``."""
         with self._client._ctx(timeout, cancel) as ctx:
@@ -588,7 +589,7 @@ class Inbox:
         data = self._do("GET", f"/messages/{urllib.parse.quote(str(id))}", None, _READ, ctx)
         return Message.from_json(_field(data, "message"))
 
-    def delete_message(self, id: str, *, timeout: Optional[float] = None, cancel: Optional[threading.Event] = None) -> None:
+    def delete_message(self, id: str, *, timeout: Optional[float] = None, cancel: Cancel = None) -> None:
         """Deletes one message."""
         with self._client._ctx(timeout, cancel) as ctx:
             self._do("DELETE", f"/messages/{urllib.parse.quote(str(id))}", None, _WRITE, ctx)
@@ -726,7 +727,7 @@ class Inbox:
                 return
 
     def events(
-        self, *, timeout: Optional[float] = None, cancel: Optional[threading.Event] = None
+        self, *, timeout: Optional[float] = None, cancel: Cancel = None
     ) -> Iterator[Event]:
         """The inbox's new messages as they arrive, from GET /events, across
         reconnects (each followed by a list that yields what the stream
@@ -755,7 +756,7 @@ class Inbox:
         match: Optional[Callable[[Message], bool]] = None,
         since: Since = "unseen",
         timeout: Optional[float] = None,
-        cancel: Optional[threading.Event] = None,
+        cancel: Cancel = None,
     ) -> Message:
         """The first message that matches and is new in the sense of
         ``since``, with its bodies (status ready or failed).

@@ -139,6 +139,33 @@ def test_deleted_by_the_service_is_gone(stack, client):
         inbox.wait_for_message(timeout=2)
 
 
+def test_events_end_when_the_inbox_is_deleted(client):
+    import copy
+    import http.cookiejar
+
+    inbox = client.create_inbox(lifetime_minutes=1)
+    jar = http.cookiejar.CookieJar()
+    for c in inbox._jar:
+        jar.set_cookie(copy.copy(c))
+    other = mayfly.Inbox(client, jar)
+    other._mailbox = inbox.mailbox
+    result = {}
+
+    def follow():
+        try:
+            for ev in inbox.events(timeout=15):
+                result["event"] = ev
+        except BaseException as e:  # noqa: B902 - asserted below
+            result["err"] = e
+
+    t = threading.Thread(target=follow)
+    t.start()
+    time.sleep(0.5)
+    other.delete()
+    t.join(20)
+    assert isinstance(result.get("err"), InboxGoneError), result
+
+
 def test_rate_limit_429_retried(stack, inbox):
     # scenario: rate-limit-429-retried
     retries = []
@@ -190,9 +217,13 @@ def test_cancellation(inbox):
         inbox.wait_for_message(subject="never", timeout=30, cancel=cancel)
     elapsed = time.monotonic() - t0
     assert 0.5 <= elapsed < 1.0, elapsed
-    # The stream is closed and released: a new wait may start.
-    with pytest.raises(WaitTimeoutError):
-        inbox.wait_for_message(subject="never", timeout=0.5)
+    # The stream is closed and released: a new wait may start. A callable
+    # cancels too.
+    end = time.monotonic() + 0.5
+    t0 = time.monotonic()
+    with pytest.raises(CancelledError):
+        inbox.wait_for_message(subject="never", timeout=30, cancel=lambda: time.monotonic() >= end)
+    assert time.monotonic() - t0 < 1.0
 
 
 # Beyond the scenarios: the since modes, events, the jar.

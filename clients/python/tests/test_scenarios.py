@@ -308,3 +308,20 @@ def test_stream_outlives_its_open_timeout(stack, caplog):
         with pytest.raises(WaitTimeoutError):
             inbox.wait_for_message(timeout=1.5)
     assert not [r for r in caplog.records if "stream" in r.getMessage()], caplog.text
+
+
+def test_dataclasses_match_the_served_openapi_document(stack):
+    # The resources' fields are the schemas' (from is from_), checked
+    # against the document the edge serves.
+    import dataclasses
+    import re
+    import urllib.request
+
+    with urllib.request.urlopen(stack.base_url + "/openapi.yaml", timeout=5) as r:
+        doc = r.read().decode()
+    for cls in (mayfly.Mailbox, mayfly.MessageSummary, mayfly.Message):
+        m = re.search(rf"^    {cls.__name__}:\n(?:      .*\n)*?      required: \[([^\]]*)\]", doc, re.M)
+        assert m, f"schema {cls.__name__} not in the document"
+        want = {f.strip() for f in m.group(1).split(",")}
+        got = {"from" if f.name == "from_" else f.name for f in dataclasses.fields(cls)}
+        assert got == want, cls.__name__

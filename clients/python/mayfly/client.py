@@ -9,7 +9,6 @@ import json
 import logging
 import random
 import re
-import socket
 import ssl
 import threading
 import time
@@ -307,7 +306,9 @@ class Client:
                 ctx.check_cancel()
                 err = TransportError(f"{method} {_route(path)}: {e.__cause__}")
                 err.__cause__ = e.__cause__
-                retry, wait = True, _backoff(attempt)
+                # Nothing was sent: any call may try again, but a
+                # certificate that does not verify will not start to.
+                retry, wait = not isinstance(e.__cause__, ssl.SSLCertVerificationError), _backoff(attempt)
             except _Sent as e:
                 ctx.check_cancel()
                 err = TransportError(f"{method} {_route(path)}: {e.__cause__ or 'no answer'}")

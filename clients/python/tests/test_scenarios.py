@@ -216,14 +216,14 @@ def test_cancellation(inbox):
     with pytest.raises(CancelledError):
         inbox.wait_for_message(subject="never", timeout=30, cancel=cancel)
     elapsed = time.monotonic() - t0
-    assert 0.5 <= elapsed < 1.0, elapsed
+    assert 0.5 <= elapsed < 1.5, elapsed  # at once (slack for a loaded machine)
     # The stream is closed and released: a new wait may start. A callable
     # cancels too.
     end = time.monotonic() + 0.5
     t0 = time.monotonic()
     with pytest.raises(CancelledError):
         inbox.wait_for_message(subject="never", timeout=30, cancel=lambda: time.monotonic() >= end)
-    assert time.monotonic() - t0 < 1.0
+    assert time.monotonic() - t0 < 1.5
 
 
 # Beyond the scenarios: the since modes, events, the jar.
@@ -245,7 +245,7 @@ def test_since_modes(stack, inbox):
     result = {}
     t = threading.Thread(target=lambda: result.setdefault("m", inbox.wait_for_message(since="now", timeout=15)))
     t.start()
-    time.sleep(0.5)
+    time.sleep(1.5)  # past its first list, even after a request-rate retry
     stack.send(inbox.address, "three", "3333\n")
     t.join(20)
     assert result["m"].subject == "three"
@@ -264,7 +264,7 @@ def test_events_and_stream_busy(stack, inbox):
 
     t = threading.Thread(target=consume)
     t.start()
-    time.sleep(0.5)
+    time.sleep(1.5)  # past its first list, even after a request-rate retry
     with pytest.raises(StreamBusyError):
         inbox.wait_for_message(timeout=1)
     stack.send(inbox.address, "evented", "hello\n")

@@ -43,6 +43,14 @@ node_ok() { node -e 'process.exit(Number(process.versions.node.split(".")[0]) >=
 if command -v node >/dev/null && ! node_ok; then
 	die "Node.js $(node --version) is too old for clients/typescript; install Node.js 18 or later"
 fi
+# With --checks: the Python client's suite runs on Debian's python3 with its
+# pytest (no PyPI), and installs the package into a venv (python3-venv) with
+# the system's setuptools and wheel (pip --no-build-isolation: no index).
+if [[ -n $checks ]]; then
+	/usr/bin/python3 -c 'import pytest' 2>/dev/null || missing+=(python3-pytest)
+	/usr/bin/python3 -c 'import setuptools, wheel' 2>/dev/null || missing+=(python3-setuptools python3-wheel)
+	dpkg-query -W -f='${Status}' python3-venv 2>/dev/null | grep -q 'ok installed' || missing+=(python3-venv)
+fi
 ((${#missing[@]} == 0)) && exit 0
 
 apt_cmd="apt-get update && apt-get install -y --no-install-recommends ${missing[*]}"
@@ -69,3 +77,4 @@ done
 { command -v node && command -v npm; } >/dev/null || die "node or npm still missing after installing ${missing[*]}"
 node_ok || die "Node.js $(node --version) from apt is too old for clients/typescript; install Node.js 18 or later"
 perl -MNet::SSLeay -e1 2>/dev/null || die "Net::SSLeay still missing after installing ${missing[*]}"
+[[ -z $checks ]] || /usr/bin/python3 -c 'import pytest' 2>/dev/null || die "pytest still missing after installing ${missing[*]}"

@@ -1,0 +1,71 @@
+"""The official Python client of Mayfly, the temporary receive-only inbox
+service (and of any service that follows the same API, v1). Standard
+library only.
+
+    import mayfly
+
+    client = mayfly.Client("http://127.0.0.1:8080/v1")
+    with client.create_inbox() as inbox:           # deleted at the end
+        sign_up(inbox.address)
+        msg = inbox.wait_for_message(subject="Your code", timeout=30)
+        print(mayfly.code(msg))
+
+The behaviour (waits, retries, the single "gone" error) is the one all
+Mayfly clients share: clients/SCENARIOS.md in the repository.
+"""
+
+from .client import MIN_POLL_INTERVAL, Client, Inbox, RetryInfo
+from .errors import (
+    CancelledError,
+    CreationLimitError,
+    InboxGoneError,
+    MayflyError,
+    ProtocolError,
+    RateLimitedError,
+    SessionInvalidError,
+    StreamBusyError,
+    TransportError,
+    WaitTimeoutError,
+)
+from .helpers import code, links
+from .models import (
+    EVENT_MESSAGE_RECEIVED,
+    STATUS_FAILED,
+    STATUS_PENDING,
+    STATUS_READY,
+    Event,
+    Mailbox,
+    Message,
+    MessageSummary,
+    Page,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Client",
+    "Inbox",
+    "RetryInfo",
+    "MIN_POLL_INTERVAL",
+    "Mailbox",
+    "MessageSummary",
+    "Message",
+    "Page",
+    "Event",
+    "EVENT_MESSAGE_RECEIVED",
+    "STATUS_PENDING",
+    "STATUS_READY",
+    "STATUS_FAILED",
+    "links",
+    "code",
+    "MayflyError",
+    "InboxGoneError",
+    "CreationLimitError",
+    "RateLimitedError",
+    "SessionInvalidError",
+    "WaitTimeoutError",
+    "StreamBusyError",
+    "CancelledError",
+    "TransportError",
+    "ProtocolError",
+]

@@ -1,0 +1,262 @@
+"""The retry table and the gone rules (clients/SCENARIOS.md) against a
+scripted HTTP server: the answers a real stack gives only under faults (500,
+503 DEPENDENCY_UNAVAILABLE, a reset after the request, a creation limit with
+its Retry-After). Each test scripts the answers per route and asserts how
+many requests the client made."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Dict, List, Tuple
+
+import pytest
+
+import mayfly
+
+MBOX = "0b7e0b52-6a4f-4d0e-9a57-6f3c1c1e2a10"
+MAILBOX = {"id": MBOX, "address": "x@mayfly.test", "kind": "temporary",
+           "expires_at": "2026-11-21T18:03:18.930Z", "max_expires_at": "2026-11-21T19:03:18.930Z"}
+SCOPED = "mayfly_" + MBOX.replace("-", "")
+
+# An answer: (status, body or None, headers); "RESET" closes the connection
+# without an answer.
+Answer = Tuple[int, object, Dict[str, str]]
+
+
+def err(status: int, code: str, retry_after: str = "") -> Answer:
+    h = {"Retry-After": retry_after} if retry_after else {}
+    return status, {"error": {"code": code, "message": code.lower()}, "request_id": "rid-" + code}, h
+
+
+OK_LIST: Answer = (200, {"data": {"items": [], "pagination": {"limit": 20, "offset": 0, "has_more": False}}}, {})
+CREATED: Answer = (201, {"data": {"mailbox": MAILBOX}}, {"Set-Cookie": f"{SCOPED}=c.s; Path=/v1; HttpOnly"})
+SELECTED: Answer = (200, {"data": {"mailbox": MAILBOX}}, {"Set-Cookie": "service_session=s.s; Path=/v1; HttpOnly"})
+RESET: Answer = (0, "RESET", {})
+
+
+class Scripted:
+    """A server that answers each route from its script (the last answer
+    repeats) and records the requests."""
+
+    def __init__(self, port: int = 0) -> None:
+        self.script: Dict[str, List[Answer]] = {}
+        self.requests: List[str] = []
+        outer = self
+
+        class H(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a):  # quiet
+                pass
+
+            def handle_one(self):
+                route = f"{self.command} {self.path.split('?')[0]}"
+                n = int(self.headers.get("Content-Length") or 0)
+                if n:
+                    self.rfile.read(n)
+                outer.requests.append(route)
+                answers = outer.script.get(route) or [err(404, "ROUTE_NOT_FOUND")]
+                status, body, headers = answers.pop(0) if len(answers) > 1 else answers[0]
+                if body == "RESET":
+                    self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+                    self.close_connection = True
+                    return
+                raw = b"" if body is None else json.dumps(body).encode()
+                self.send_response(status)
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(raw)))
+                self.send_header("Connection", "close")
+                self.end_headers()
+                self.wfile.write(raw)
+                self.close_connection = True
+
+            do_GET = do_POST = do_PATCH = do_DELETE = handle_one
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), H)
+        self.port = self.httpd.server_address[1]
+        self.base = f"http://127.0.0.1:{self.port}/v1"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def count(self, route: str) -> int:
+        return sum(1 for r in self.requests if r == route)
+
+
+@pytest.fixture
+def srv():
+    s = Scripted()
+    yield s
+    s.close()
+
+
+def make_inbox(srv, **kw) -> mayfly.Inbox:
+    srv.script["POST /v1/mailboxes"] = [CREATED]
+    srv.script[f"POST /v1/mailboxes/{MBOX}/select"] = [SELECTED]
+    return mayfly.Client(srv.base, **kw).create_inbox()
+
+
+def test_read_retried_on_500_and_503(srv):
+    inbox = make_inbox(srv)
+    srv.script["GET /v1/messages"] = [err(500, "INTERNAL"), err(503, "DEPENDENCY_UNAVAILABLE", "0"), OK_LIST]
+    assert inbox.list().items == []
+    assert srv.count("GET /v1/messages") == 3
+
+
+def test_read_retried_after_a_reset(srv):
+    inbox = make_inbox(srv)
+    srv.script["GET /v1/messages"] = [RESET, OK_LIST]
+    assert inbox.list().items == []
+    assert srv.count("GET /v1/messages") == 2
+
+
+def test_read_attempts_are_capped(srv):
+    inbox = make_inbox(srv, max_attempts=3)
+    srv.script["GET /v1/messages"] = [err(500, "INTERNAL")]
+    with pytest.raises(mayfly.MayflyError) as e:
+        inbox.list()
+    assert (e.value.status, e.value.code, e.value.request_id) == (500, "INTERNAL", "rid-INTERNAL")
+    assert srv.count("GET /v1/messages") == 3
+
+
+@pytest.mark.parametrize("answer", [err(500, "INTERNAL"), err(503, "DEPENDENCY_UNAVAILABLE", "1"), RESET])
+def test_creation_never_retried_after_it_may_have_happened(srv, answer):
+    srv.script["POST /v1/mailboxes"] = [answer, CREATED]
+    with pytest.raises(mayfly.MayflyError):
+        mayfly.Client(srv.base).create_inbox()
+    assert srv.count("POST /v1/mailboxes") == 1
+
+
+@pytest.mark.parametrize("code", ["CREATION_RATE_LIMITED", "ACTIVE_INBOX_LIMIT", "GLOBAL_CREATION_LIMIT"])
+def test_creation_limit_surfaces_at_once(srv, code):
+    srv.script["POST /v1/mailboxes"] = [err(429, code, "42" if code == "CREATION_RATE_LIMITED" else ""), CREATED]
+    with pytest.raises(mayfly.CreationLimitError) as e:
+        mayfly.Client(srv.base).create_inbox()
+    assert e.value.code == code
+    assert e.value.retry_after == (42.0 if code == "CREATION_RATE_LIMITED" else None)
+    assert srv.count("POST /v1/mailboxes") == 1
+
+
+def test_creation_retried_when_refused_before_anything(srv):
+    srv.script["POST /v1/mailboxes"] = [err(429, "RATE_LIMITED", "0"), err(503, "REQUEST_PROTECTION", "0"), CREATED]
+    srv.script[f"POST /v1/mailboxes/{MBOX}/select"] = [err(429, "RATE_LIMITED", "0"), SELECTED]
+    seen = []
+    inbox = mayfly.Client(srv.base, on_retry=seen.append).create_inbox()
+    assert inbox.id == MBOX
+    assert srv.count("POST /v1/mailboxes") == 3
+    assert [r.code for r in seen] == ["RATE_LIMITED", "REQUEST_PROTECTION", "RATE_LIMITED"]
+
+
+def test_creation_retried_when_the_connection_is_refused():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    holder = {}
+
+    def later():
+        time.sleep(0.3)
+        holder["srv"] = srv = Scripted(port)
+        srv.script["POST /v1/mailboxes"] = [CREATED]
+        srv.script[f"POST /v1/mailboxes/{MBOX}/select"] = [SELECTED]
+
+    t = threading.Thread(target=later)
+    t.start()
+    try:
+        seen = []
+        inbox = mayfly.Client(f"http://127.0.0.1:{port}/v1", max_attempts=20, on_retry=seen.append).create_inbox()
+        assert inbox.id == MBOX and seen and all(r.status == 0 for r in seen)
+    finally:
+        t.join()
+        holder["srv"].close()
+
+
+@pytest.mark.parametrize("method, call", [
+    ("PATCH", lambda ib: ib.extend(5)),
+    ("DELETE", lambda ib: ib.delete()),
+])
+def test_writes_not_retried_on_500_or_reset(srv, method, call):
+    inbox = make_inbox(srv)
+    for answer in (err(500, "INTERNAL"), err(503, "DEPENDENCY_UNAVAILABLE"), RESET):
+        srv.requests.clear()
+        srv.script[f"{method} /v1/mailboxes/current"] = [answer]
+        with pytest.raises(mayfly.MayflyError):
+            call(inbox)
+        assert srv.count(f"{method} /v1/mailboxes/current") == 1
+
+
+def test_no_retry_outlives_the_deadline(srv):
+    inbox = make_inbox(srv)
+    srv.script["GET /v1/messages"] = [err(503, "REQUEST_PROTECTION", "5")]
+    t0 = time.monotonic()
+    with pytest.raises(mayfly.MayflyError) as e:
+        inbox.list(timeout=1)
+    assert e.value.code == "REQUEST_PROTECTION" and time.monotonic() - t0 < 0.9
+    assert srv.count("GET /v1/messages") == 1
+
+
+def test_rate_limited_after_the_retries(srv):
+    inbox = make_inbox(srv, max_attempts=2)
+    srv.script["GET /v1/messages"] = [err(429, "RATE_LIMITED", "0")]
+    with pytest.raises(mayfly.RateLimitedError) as e:
+        inbox.list()
+    assert e.value.status == 429 and e.value.retry_after == 0
+    assert srv.count("GET /v1/messages") == 2
+
+
+def test_gone_on_401_then_no_request(srv):
+    inbox = make_inbox(srv)
+    srv.script["GET /v1/messages"] = [err(401, "MAILBOX_SESSION_INVALID")]
+    with pytest.raises(mayfly.InboxGoneError) as e:
+        inbox.list()
+    assert e.value.code == "MAILBOX_SESSION_INVALID" and inbox.gone
+    srv.requests.clear()
+    for call in (inbox.current, inbox.delete, lambda: inbox.message(MBOX), lambda: inbox.extend(1)):
+        with pytest.raises(mayfly.InboxGoneError):
+            call()
+    assert srv.requests == []
+
+
+def test_select_404_is_gone_and_credential_401_is_not(srv):
+    srv.script["POST /v1/mailboxes"] = [CREATED]
+    srv.script[f"POST /v1/mailboxes/{MBOX}/select"] = [err(401, "MAILBOX_CREDENTIAL_INVALID")]
+    with pytest.raises(mayfly.SessionInvalidError):
+        mayfly.Client(srv.base).create_inbox()
+    srv.script[f"POST /v1/mailboxes/{MBOX}/select"] = [err(404, "MAILBOX_NOT_FOUND")]
+    with pytest.raises(mayfly.InboxGoneError):
+        mayfly.Client(srv.base).create_inbox()
+
+
+def test_secure_cookies_over_http_are_explained(srv):
+    srv.script["POST /v1/mailboxes"] = [(201, {"data": {"mailbox": MAILBOX}},
+                                         {"Set-Cookie": f"{SCOPED}=c.s; Path=/v1; Secure; HttpOnly"})]
+    srv.script[f"POST /v1/mailboxes/{MBOX}/select"] = [err(401, "MAILBOX_CREDENTIAL_REQUIRED")]
+    with pytest.raises(mayfly.SessionInvalidError) as e:
+        mayfly.Client(srv.base).create_inbox()
+    assert "MAYFLY_COOKIE_SECURE=false" in str(e.value)
+    assert "c.s" not in str(e.value)  # never a cookie value
+
+
+def test_wait_polls_when_the_stream_fails_twice(srv):
+    # /events answers 503 every time: after two failures the wait lists the
+    # messages every poll interval, and finds the one that arrives.
+    inbox = make_inbox(srv)
+    item = {"id": "5b7e0b52-6a4f-4d0e-9a57-6f3c1c1e2a11", "from": "a@b", "subject": "hi",
+            "received_at": "2026-11-21T18:03:20.000Z", "status": "ready"}
+    srv.script["GET /v1/events"] = [err(503, "DEPENDENCY_UNAVAILABLE")]
+    srv.script["GET /v1/messages"] = [OK_LIST, OK_LIST,
+                                      (200, {"data": {"items": [item], "pagination": {"limit": 100, "offset": 0, "has_more": False}}}, {})]
+    srv.script[f"GET /v1/messages/{item['id']}"] = [(200, {"data": {"message": dict(item, text_body="code 1234", html_body="")}}, {})]
+    c = inbox._client
+    c.poll_interval = 0.2  # below the API's floor: only for this test
+    msg = inbox.wait_for_message(subject="hi", timeout=10)
+    assert mayfly.code(msg) == "1234"
+    assert srv.count("GET /v1/events") == 2

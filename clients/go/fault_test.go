@@ -485,7 +485,7 @@ func TestWaitFindsExisting(t *testing.T) {
 	f.add("Your code 9")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	msg, err := in.WaitForMessage(ctx, client.Match{Func: func(s client.MessageSummary) bool { return strings.HasPrefix(s.Subject, "Your code") }})
+	msg, err := in.WaitForMessage(ctx, client.Match{Func: func(m client.Message) bool { return strings.HasPrefix(m.Subject, "Your code") }})
 	if err != nil || msg.Subject != "Your code 9" {
 		t.Fatalf("WaitForMessage: %+v, %v", msg, err)
 	}

@@ -52,6 +52,10 @@ rc=$?
 if ((rc == 0)) && [[ ${pkgs[*]} == ./... ]]; then
 	(cd clients/go && go test -race -count=1 ./...) || rc=$?
 fi
+# Every client's tests name every scenario of clients/SCENARIOS.md.
+if ((rc == 0)) && [[ ${pkgs[*]} == ./... ]]; then
+	bash clients/check-scenarios.sh || rc=$?
+fi
 # The deploy artifacts' own module (Kubernetes types, buildkit's Dockerfile
 # parser: kept out of Mayfly's go.mod) on every full run.
 if ((rc == 0)) && [[ ${pkgs[*]} == ./... ]]; then

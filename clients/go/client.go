@@ -113,6 +113,15 @@ type Client struct {
 	idle        time.Duration
 }
 
+// discard is slog.DiscardHandler, which needs Go 1.24 (the module builds
+// with 1.23).
+type discard struct{}
+
+func (discard) Enabled(context.Context, slog.Level) bool  { return false }
+func (discard) Handle(context.Context, slog.Record) error { return nil }
+func (d discard) WithAttrs([]slog.Attr) slog.Handler      { return d }
+func (d discard) WithGroup(string) slog.Handler           { return d }
+
 // Option configures a Client.
 type Option func(*Client)
 
@@ -167,7 +176,7 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	}
 	c := &Client{
 		base: u, transport: http.DefaultTransport, timeout: 30 * time.Second,
-		ua: "mayfly-go-client/1", log: slog.New(slog.DiscardHandler),
+		ua: "mayfly-go-client/1", log: slog.New(discard{}),
 		retry: RetryPolicy{}.withDefaults(), poll: MinPollInterval,
 		openTimeout: 10 * time.Second, idle: 65 * time.Second,
 	}
@@ -564,7 +573,7 @@ type SavedCookie struct {
 	Name    string    `json:"name"`
 	Value   string    `json:"value"`
 	Path    string    `json:"path"`
-	Expires time.Time `json:"expires,omitzero"`
+	Expires time.Time `json:"expires"` // zero: a session cookie
 	Secure  bool      `json:"secure,omitempty"`
 }
 

@@ -34,13 +34,12 @@ func service(t *testing.T) (api, smtpAddr, prefix string) {
 // stack is an in-process `mayfly all` that can be stopped and started again
 // on the same ports (its Redis keys and inboxes stay).
 type stack struct {
-	t               *testing.T
-	env             map[string]string
-	api, smtp       string
-	prefix          string
-	cancel          context.CancelFunc
-	done            chan struct{}
-	httpAddr, admin string
+	t         *testing.T
+	env       map[string]string
+	api, smtp string
+	prefix    string
+	cancel    context.CancelFunc
+	done      chan struct{}
 }
 
 // startStack starts `mayfly all` on :0 ports with its own key prefix,

@@ -548,3 +548,18 @@ func TestCLITestFlows(t *testing.T) {
 		t.Fatalf("list-inboxes after delete: %+v", r)
 	}
 }
+
+// TestVersionAndHelp: `mayfly version` prints the build's version and
+// `mayfly --help` the usage, both without an error (exit 0).
+func TestVersionAndHelp(t *testing.T) {
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"version"}, func(string) string { return "" }, &out, io.Discard); err != nil ||
+		!strings.HasPrefix(out.String(), "mayfly ") || !strings.Contains(out.String(), "go1.") {
+		t.Fatalf("mayfly version: %q, %v", out.String(), err)
+	}
+	out.Reset()
+	if err := run(context.Background(), []string{"--help"}, func(string) string { return "" }, &out, io.Discard); err != nil ||
+		!strings.Contains(out.String(), "version") {
+		t.Fatalf("mayfly --help: %q, %v", out.String(), err)
+	}
+}

@@ -491,9 +491,10 @@ func (t *tool) fail(err error) int {
 	return ExitError
 }
 
-// Version is the tool's module version from the build info: a tag when
-// installed with `go install …@version`, else the VCS revision (with
-// "+dirty" for uncommitted changes), else "(devel)".
+// Version is the module version from the build info (a tag when installed
+// with `go install …@version`, else "(devel)" and the VCS revision, with
+// "+dirty" for uncommitted changes, when the build recorded one), then the
+// Go version.
 func Version() string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
@@ -501,7 +502,7 @@ func Version() string {
 	}
 	v := bi.Main.Version
 	if v != "" && v != "(devel)" {
-		return v
+		return v + " " + bi.GoVersion
 	}
 	var rev, dirty string
 	for _, s := range bi.Settings {

@@ -30,22 +30,7 @@ admin_addr=$MAYFLY_ADMIN_ADDR
 
 # The profile fills what the environment leaves unset.
 profile_note=
-case $profile in
-dev)
-	relaxed=()
-	while IFS='=' read -r key value; do
-		[[ $key =~ ^MAYFLY_[A-Z0-9_]+$ ]] || continue
-		if [[ -z ${!key+set} ]]; then
-			export "$key=$value"
-			relaxed+=("$key=$value")
-		fi
-	done <"$here/dev.env"
-	profile_note="Profile: dev (deploy/dev.env; MAYFLY_RUN_PROFILE=spec for the public limits):
-  ${relaxed[*]:-(every setting of the profile was set in the environment)}"
-	;;
-spec) profile_note="Profile: spec (the binary's defaults: 8 req/s, 5 creations/min, 10/h, 20/day, 5 live inboxes per IP)" ;;
-*) die "MAYFLY_RUN_PROFILE=$profile: want dev or spec" ;;
-esac
+load_profile "$profile"
 
 bash "$here/install-deps.sh"
 

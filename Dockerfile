@@ -9,6 +9,9 @@
 FROM golang:1.26-bookworm AS build
 WORKDIR /src
 COPY go.mod go.sum ./
+# go.mod replaces the client module with ./clients/go: its go.mod must be
+# there for the download (the client has no dependencies of its own).
+COPY clients/go/go.mod clients/go/
 RUN go mod download
 COPY . .
 RUN CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o /out/mayfly ./cmd/mayfly

@@ -157,7 +157,9 @@ func (f *follower) run(ctx context.Context, existing bool, emit func(Event) bool
 		case !transient(err) && !errors.As(err, new(errOpen)):
 			return err
 		}
-		f.last = err
+		if !errors.Is(err, io.EOF) { // a clean end is no failure to report
+			f.last = err
+		}
 		var oe errOpen
 		if errors.As(err, &oe) {
 			failures++

@@ -98,3 +98,27 @@ wait_redis() {
 	done
 	return 1
 }
+
+# load_profile NAME — the local/CI profile for `make run` and `make
+# cluster-demo`: dev fills every MAYFLY_* variable of deploy/dev.env that the
+# environment leaves unset (relaxed request rate, creation windows, active
+# cap) and exports it; spec keeps the binary's defaults (the public spec's).
+# Sets profile_note, a line or two for the banner.
+load_profile() {
+	local key value relaxed=()
+	case $1 in
+	dev)
+		while IFS='=' read -r key value; do
+			[[ $key =~ ^MAYFLY_[A-Z0-9_]+$ ]] || continue
+			if [[ -z ${!key+set} ]]; then
+				export "$key=$value"
+				relaxed+=("$key=$value")
+			fi
+		done <"$(dirname "${BASH_SOURCE[0]}")/dev.env"
+		profile_note="Profile: dev (deploy/dev.env; MAYFLY_RUN_PROFILE=spec for the public limits):
+  ${relaxed[*]:-(every setting of the profile was set in the environment)}"
+		;;
+	spec) profile_note="Profile: spec (the binary's defaults: 8 req/s, 5 creations/min, 10/h, 20/day, 5 live inboxes per IP)" ;;
+	*) die "MAYFLY_RUN_PROFILE=$1: want dev or spec" ;;
+	esac
+}

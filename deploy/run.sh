@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # run.sh — `make run`: Mayfly on this machine with a private standalone Redis.
 #
-# Starts one redis-server on a free loopback port with its data in a temp dir,
-# builds bin/mayfly and runs `bin/mayfly $MAYFLY_RUN_MODE` (default all) in
-# the foreground on the ports the README promises: HTTP 127.0.0.1:8080, SMTP
-# 127.0.0.1:2525, admin 127.0.0.1:9090. Ctrl-C (or SIGTERM) stops Mayfly, then
-# the Redis, and removes the temp dir.
+# Starts one redis-server on a free loopback port with its data in a temp dir
+# (unless MAYFLY_REDIS_ADDRS names one), builds bin/mayfly and runs
+# `bin/mayfly $MAYFLY_RUN_MODE` (default all) in the foreground, by default on
+# the ports the README promises: HTTP 127.0.0.1:8080, SMTP 127.0.0.1:2525,
+# admin 127.0.0.1:9090. Every MAYFLY_* variable set in the environment wins.
+# MAYFLY_RUN_PROFILE=dev (the default) fills the unset ones from
+# deploy/dev.env (relaxed request rate, creation windows and active cap);
+# MAYFLY_RUN_PROFILE=spec keeps the binary's defaults, the public spec's.
+# Ctrl-C (or SIGTERM) stops Mayfly, then the Redis, and removes the temp dir.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -14,15 +18,28 @@ repo=$(cd "$here/.." && pwd)
 . "$here/lib.sh"
 
 mode=${MAYFLY_RUN_MODE:-all}
-http_addr=127.0.0.1:8080
-smtp_addr=127.0.0.1:2525
-admin_addr=127.0.0.1:9090
+profile=${MAYFLY_RUN_PROFILE:-dev}
+export MAYFLY_HTTP_ADDR=${MAYFLY_HTTP_ADDR:-127.0.0.1:8080}
+export MAYFLY_SMTP_ADDR=${MAYFLY_SMTP_ADDR:-127.0.0.1:2525}
+export MAYFLY_ADMIN_ADDR=${MAYFLY_ADMIN_ADDR:-127.0.0.1:9090}
+export MAYFLY_COOKIE_SECURE=${MAYFLY_COOKIE_SECURE:-false}
+export MAYFLY_DOMAINS=${MAYFLY_DOMAINS:-mayfly.test}
+http_addr=$MAYFLY_HTTP_ADDR
+smtp_addr=$MAYFLY_SMTP_ADDR
+admin_addr=$MAYFLY_ADMIN_ADDR
+
+# The profile fills what the environment leaves unset.
+profile_note=
+load_profile "$profile"
 
 bash "$here/install-deps.sh"
 
 # Fail before starting anything when the fixed ports are taken: the usual
 # cause is another `make run` still going.
-for addr in "$http_addr" "$smtp_addr" "$admin_addr"; do
+ports=("$admin_addr")
+[[ $mode == ingest ]] || ports+=("$http_addr")
+[[ $mode == edge ]] || ports+=("$smtp_addr")
+for addr in "${ports[@]}"; do
 	port_in_use "${addr##*:}" && die "$addr is already in use (another make run?)"
 done
 
@@ -62,6 +79,7 @@ trap 'on_signal INT 130' INT
 trap 'on_signal TERM 143' TERM
 
 for ((tries = 0; tries < 20; tries++)); do
+	[[ -z ${MAYFLY_REDIS_ADDRS:-} ]] || break # the environment names a Redis: use it
 	redis_port=$(random_port)
 	# A child, not a daemon: it cannot outlive this script unnoticed, and it
 	# ignores the terminal's Ctrl-C, so it stops only after Mayfly has.
@@ -75,19 +93,16 @@ for ((tries = 0; tries < 20; tries++)); do
 	wait "$redis_pid" 2>/dev/null || true
 	redis_pid=
 done
-[[ -n $redis_pid ]] || die "could not start redis-server; see $dir/redis.log"
-
-export MAYFLY_REDIS_ADDRS=127.0.0.1:$redis_port
-export MAYFLY_HTTP_ADDR=$http_addr
-export MAYFLY_SMTP_ADDR=$smtp_addr
-export MAYFLY_ADMIN_ADDR=$admin_addr
-export MAYFLY_COOKIE_SECURE=false
-export MAYFLY_DOMAINS=${MAYFLY_DOMAINS:-mayfly.test}
+if [[ -z ${MAYFLY_REDIS_ADDRS:-} ]]; then
+	[[ -n $redis_pid ]] || die "could not start redis-server; see $dir/redis.log"
+	export MAYFLY_REDIS_ADDRS=127.0.0.1:$redis_port
+fi
 
 cat <<EOF
 
 Mayfly ($mode) on http://$http_addr  smtp $smtp_addr  admin http://$admin_addr
-Redis: $MAYFLY_REDIS_ADDRS (data in $dir)   Domains: $MAYFLY_DOMAINS
+Redis: $MAYFLY_REDIS_ADDRS${redis_pid:+ (data in $dir)}   Domains: $MAYFLY_DOMAINS
+$profile_note
 
 Quick start (copy-paste; <id> and <address> come from the first reply):
   curl -s -c jar -b jar -X POST -H 'Content-Type: application/json' -d '{}' http://$http_addr/v1/mailboxes

@@ -68,6 +68,10 @@ rc=$?
 if ((rc == 0)) && [[ ${pkgs[*]} == ./... ]]; then
 	(cd clients/go && go test -race -count=1 ./...) || rc=$?
 fi
+# Every client's tests name every scenario of clients/SCENARIOS.md.
+if ((rc == 0)) && [[ ${pkgs[*]} == ./... ]]; then
+	bash clients/check-scenarios.sh || rc=$?
+fi
 # The TypeScript client (clients/typescript): its unit and package tests and
 # the scenarios of clients/SCENARIOS.md against its own `bin/mayfly all` on
 # this cluster. dist/ is committed; a test checks it is the build of src/.

@@ -11,8 +11,9 @@
 #            EDGE<i>_PID EDGE<i>_HTTP EDGE<i>_ADMIN (i = 1, 2),
 #            INGEST<i>_PID INGEST<i>_SMTP INGEST<i>_ADMIN.
 #   down DIR stops everything recorded in DIR and removes it.
-#   demo     `up`, prints the addresses and a quick start, and tears it all
-#            down on Ctrl-C (make cluster-demo).
+#   demo     `up` with the dev profile of make run (deploy/dev.env, unless
+#            MAYFLY_RUN_PROFILE=spec), prints the addresses and a quick start,
+#            and tears it all down on Ctrl-C (make cluster-demo).
 #
 # MAYFLY_BIN names the binary (default: make build, then bin/mayfly);
 # MAYFLY_HAPROXY_CFG another haproxy configuration (default:
@@ -199,6 +200,8 @@ cmd_up() {
 
 cmd_demo() {
 	local dir http smtp
+	profile_note=
+	load_profile "${MAYFLY_RUN_PROFILE:-dev}" # as make run: the dev profile unless spec
 	dir=$(cmd_up)
 	trap 'cmd_down "$dir"; exit 0' INT TERM
 	http=$(env_get "$dir" HTTP_URL)
@@ -210,6 +213,7 @@ Mayfly, production shape, on loopback (state and logs in $dir):
   SMTP  $smtp   (haproxy, PROXY v2 → ingest $(env_get "$dir" INGEST1_SMTP), $(env_get "$dir" INGEST2_SMTP))
   Redis $(env_get "$dir" REDIS_ADDRS)
         (3 primaries + 3 replicas, cluster-node-timeout 2 s)
+$profile_note
   admin edge $(env_get "$dir" EDGE1_ADMIN) $(env_get "$dir" EDGE2_ADMIN), ingest $(env_get "$dir" INGEST1_ADMIN) $(env_get "$dir" INGEST2_ADMIN)
 
 Quick start (<id> and <address> come from the first reply):

@@ -227,6 +227,11 @@ func (s *Server) serveStream(conn net.Conn, st *sseStream, rid string, replay []
 	}
 }
 
+// replacedComment ends a stream that a newer one on the same inbox took
+// over, so a client can tell that from a node going away: the official
+// clients then poll for a while instead of taking the stream back.
+const replacedComment = ": replaced by a newer stream on this inbox\n\n"
+
 // streamProbe is how often an open stream checks that its client is still
 // connected.
 const streamProbe = time.Second
@@ -264,7 +269,11 @@ func (s *Server) handleSignal(w *sseWriter, st *sseStream, sig *signal, expiry *
 	case storage.EventDeleted:
 		return false
 	case storage.EventTakeover:
-		return ev.Token == st.token
+		if ev.Token != st.token {
+			w.chunk(replacedComment) // tells the client why: another stream took over
+			return false
+		}
+		return true
 	case storage.EventRevoked:
 		return !ev.Revokes(st.session)
 	}
@@ -297,6 +306,9 @@ func (s *Server) catchUpNow(w *sseWriter, st *sseStream) bool {
 					st.expires = time.Now().Add(time.Second) // look again soon
 				}
 				return true
+			}
+			if errors.Is(err, storage.ErrStreamReplaced) {
+				w.chunk(replacedComment)
 			}
 			return false // expired, deleted, or taken over
 		}

@@ -238,6 +238,14 @@ func TestEventsNewestWinsAcrossNodes(t *testing.T) {
 	ub := &user{e: b, hc: u.hc}
 	second, _ := ub.openStream()
 	first.waitEnd(t, time.Second)
+	// It says why it ended, so a client can tell another stream from a
+	// node going away (and not take the stream back at once).
+	first.mu.Lock()
+	raw := first.raw.String()
+	first.mu.Unlock()
+	if !strings.Contains(raw, "\n: replaced by a newer stream on this inbox\n\n") {
+		t.Errorf("the replaced stream ended without the replaced comment:\n%s", raw)
+	}
 	msg := a.deliver(m["address"].(string), "to the newest")
 	assertMessageEvent(t, second.next(t, 5*time.Second), msg)
 	// And back: a third stream on node a ends the one on node b.

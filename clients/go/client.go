@@ -12,9 +12,12 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -58,9 +61,10 @@ const (
 	StatusFailed  = "failed"
 )
 
-// RetryPolicy bounds the retries of safe reads (see the package doc).
+// RetryPolicy bounds the retries of one call (see the package doc). Waits
+// and event streams have no attempt cap: only their context's deadline.
 type RetryPolicy struct {
-	MaxAttempts   int           // attempts in all, the first included; default 4
+	MaxAttempts   int           // attempts in all, the first included; default 6
 	BaseDelay     time.Duration // the first backoff's cap; default 200 ms
 	MaxDelay      time.Duration // no backoff is longer; default 5 s
 	MaxRetryAfter time.Duration // a longer Retry-After is returned, not waited; default 10 s
@@ -68,7 +72,7 @@ type RetryPolicy struct {
 
 func (p RetryPolicy) withDefaults() RetryPolicy {
 	if p.MaxAttempts <= 0 {
-		p.MaxAttempts = 4
+		p.MaxAttempts = 6
 	}
 	if p.BaseDelay <= 0 {
 		p.BaseDelay = 200 * time.Millisecond
@@ -109,6 +113,15 @@ type Client struct {
 	idle        time.Duration
 }
 
+// discard is slog.DiscardHandler, which needs Go 1.24 (the module builds
+// with 1.23).
+type discard struct{}
+
+func (discard) Enabled(context.Context, slog.Level) bool  { return false }
+func (discard) Handle(context.Context, slog.Record) error { return nil }
+func (d discard) WithAttrs([]slog.Attr) slog.Handler      { return d }
+func (d discard) WithGroup(string) slog.Handler           { return d }
+
 // Option configures a Client.
 type Option func(*Client)
 
@@ -130,7 +143,7 @@ func WithUserAgent(ua string) Option { return func(c *Client) { c.ua = ua } }
 // (never a cookie).
 func WithLogger(l *slog.Logger) Option { return func(c *Client) { c.log = l } }
 
-// WithRetry sets the retry policy of safe reads.
+// WithRetry sets the retry policy of single calls.
 func WithRetry(p RetryPolicy) Option { return func(c *Client) { c.retry = p.withDefaults() } }
 
 // WithPollInterval sets WaitForMessage's polling interval when the event
@@ -163,7 +176,7 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	}
 	c := &Client{
 		base: u, transport: http.DefaultTransport, timeout: 30 * time.Second,
-		ua: "mayfly-go-client/1", log: slog.New(slog.DiscardHandler),
+		ua: "mayfly-go-client/1", log: slog.New(discard{}),
 		retry: RetryPolicy{}.withDefaults(), poll: MinPollInterval,
 		openTimeout: 10 * time.Second, idle: 65 * time.Second,
 	}
@@ -181,11 +194,22 @@ type Inbox struct {
 	hc        *http.Client
 	mailbox   atomic.Pointer[Mailbox]
 	streaming atomic.Bool
+	// goneErr is set once the inbox is known gone (deleted by this Inbox,
+	// or its session refused): every method returns it from then on.
+	goneErr atomic.Pointer[gone]
+
+	mu       sync.Mutex
+	returned map[string]bool // messages returned by a wait or Message: "unseen" skips them
+	order    []string        // returned, oldest first (bounded by maxReturned)
 }
+
+// maxReturned bounds the ids an Inbox remembers as returned: a mailbox keeps
+// at most 100 messages.
+const maxReturned = 500
 
 func (c *Client) newInbox() *Inbox {
 	j := newJar(c.base)
-	return &Inbox{c: c, jar: j, hc: &http.Client{
+	return &Inbox{c: c, jar: j, returned: map[string]bool{}, hc: &http.Client{
 		Transport: c.transport, Jar: j, Timeout: c.timeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}}
@@ -200,9 +224,11 @@ func (in *Inbox) Mailbox() Mailbox {
 }
 
 // CreateInbox creates an inbox that lives for lifetime (whole minutes, 1 to
-// 10; 0 means the service's default) and selects it in a new cookie jar. The
-// creation is never retried (see the package doc): on a creation limit the
-// error matches ErrCreationLimit and carries the wait the service asked for.
+// 10; 0 means the service's default) and selects it in a new cookie jar. A
+// request-rate 429 and a refused connection are retried (nothing was done);
+// a timeout or a broken connection after sending is not (an inbox may have
+// been created). A creation limit is returned at once: the error matches
+// ErrCreationLimit and carries the wait the service asked for (RetryAfter).
 func (c *Client) CreateInbox(ctx context.Context, lifetime time.Duration) (*Inbox, error) {
 	body := []byte("{}")
 	if lifetime > 0 {
@@ -213,7 +239,7 @@ func (c *Client) CreateInbox(ctx context.Context, lifetime time.Duration) (*Inbo
 	var out struct {
 		Mailbox Mailbox `json:"mailbox"`
 	}
-	if err := in.call(ctx, http.MethodPost, "/mailboxes", body, noRetry, &out); err != nil {
+	if err := in.call(ctx, http.MethodPost, "/mailboxes", body, kindCreate, &out); err != nil {
 		return nil, err
 	}
 	// The scoped cookie is <prefix>_<id without hyphens>; the prefix is the
@@ -228,7 +254,7 @@ func (c *Client) CreateInbox(ctx context.Context, lifetime time.Duration) (*Inbo
 	}
 	in.mailbox.Store(&out.Mailbox)
 	if _, err := in.Select(ctx); err != nil {
-		return nil, fmt.Errorf("mayfly: select the new inbox %s: %w", out.Mailbox.ID, err)
+		return nil, err
 	}
 	return in, nil
 }
@@ -240,28 +266,43 @@ func (in *Inbox) Select(ctx context.Context) (Mailbox, error) {
 	if id == "" {
 		return Mailbox{}, errors.New("mayfly: select: the inbox has no mailbox id")
 	}
-	return in.mailboxCall(ctx, http.MethodPost, "/mailboxes/"+url.PathEscape(id)+"/select", nil, rateOnly)
+	return in.mailboxCall(ctx, http.MethodPost, "/mailboxes/"+url.PathEscape(id)+"/select", nil, kindSelect)
 }
 
 // Current returns the selected inbox.
 func (in *Inbox) Current(ctx context.Context) (Mailbox, error) {
-	return in.mailboxCall(ctx, http.MethodGet, "/mailboxes/current", nil, safe)
+	return in.mailboxCall(ctx, http.MethodGet, "/mailboxes/current", nil, kindRead)
 }
 
 // Extend asks for minutes (1 to 10) more and returns the expiry granted,
 // which never passes max_expires_at: the grant may be smaller, or none.
 func (in *Inbox) Extend(ctx context.Context, minutes int) (time.Time, error) {
 	m, err := in.mailboxCall(ctx, http.MethodPatch, "/mailboxes/current",
-		[]byte(`{"extension_minutes":`+strconv.Itoa(minutes)+`}`), rateOnly)
+		[]byte(`{"extension_minutes":`+strconv.Itoa(minutes)+`}`), kindWrite)
 	return m.ExpiresAt, err
 }
 
 // Delete destroys the inbox and its messages; the jar's session is cleared.
+// From then on every method of the Inbox, Delete included, returns
+// ErrInboxGone without sending a request.
 func (in *Inbox) Delete(ctx context.Context) error {
-	return in.call(ctx, http.MethodDelete, "/mailboxes/current", nil, rateOnly, nil)
+	err := in.call(ctx, http.MethodDelete, "/mailboxes/current", nil, kindWrite, nil)
+	if err == nil {
+		in.goneErr.CompareAndSwap(nil, &gone{})
+	}
+	return err
 }
 
-func (in *Inbox) mailboxCall(ctx context.Context, method, path string, body []byte, r retryKind) (Mailbox, error) {
+// Gone returns the ErrInboxGone error once the inbox is known to be gone
+// (deleted by this Inbox, or its session refused by the service), else nil.
+func (in *Inbox) Gone() error {
+	if g := in.goneErr.Load(); g != nil {
+		return *g
+	}
+	return nil
+}
+
+func (in *Inbox) mailboxCall(ctx context.Context, method, path string, body []byte, r callKind) (Mailbox, error) {
 	var out struct {
 		Mailbox Mailbox `json:"mailbox"`
 	}
@@ -283,7 +324,7 @@ func (in *Inbox) List(ctx context.Context, limit, offset int) (Page, error) {
 		} `json:"pagination"`
 	}
 	q := url.Values{"limit": {strconv.Itoa(limit)}, "offset": {strconv.Itoa(offset)}}
-	if err := in.call(ctx, http.MethodGet, "/messages?"+q.Encode(), nil, safe, &out); err != nil {
+	if err := in.call(ctx, http.MethodGet, "/messages?"+q.Encode(), nil, kindRead, &out); err != nil {
 		return Page{}, err
 	}
 	return Page{Items: out.Items, Limit: out.Pagination.Limit, Offset: out.Pagination.Offset, HasMore: out.Pagination.HasMore}, nil
@@ -312,63 +353,136 @@ func (in *Inbox) All(ctx context.Context, pageSize int) iter.Seq2[MessageSummary
 	}
 }
 
-// Message returns one message with its bodies.
+// Message returns one message with its bodies. The message counts as seen:
+// a wait with SinceUnseen (the default) passes over it.
 func (in *Inbox) Message(ctx context.Context, id string) (Message, error) {
 	var out struct {
 		Message Message `json:"message"`
 	}
-	err := in.call(ctx, http.MethodGet, "/messages/"+url.PathEscape(id), nil, safe, &out)
+	err := in.call(ctx, http.MethodGet, "/messages/"+url.PathEscape(id), nil, kindRead, &out)
+	if err == nil {
+		in.markReturned(out.Message.ID)
+	}
 	return out.Message, err
 }
 
 // DeleteMessage deletes one message.
 func (in *Inbox) DeleteMessage(ctx context.Context, id string) error {
-	return in.call(ctx, http.MethodDelete, "/messages/"+url.PathEscape(id), nil, rateOnly, nil)
+	return in.call(ctx, http.MethodDelete, "/messages/"+url.PathEscape(id), nil, kindWrite, nil)
 }
 
-// retryKind says what a call may retry.
-type retryKind int
+// markReturned remembers that id was handed to the caller.
+func (in *Inbox) markReturned(id string) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if id == "" || in.returned[id] {
+		return
+	}
+	in.returned[id] = true
+	in.order = append(in.order, id)
+	if len(in.order) > maxReturned {
+		delete(in.returned, in.order[0])
+		in.order = in.order[1:]
+	}
+}
+
+func (in *Inbox) wasReturned(id string) bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.returned[id]
+}
+
+// callKind says what a call may retry (the table of the package doc).
+type callKind int
 
 const (
-	noRetry  retryKind = iota // POST /mailboxes: never
-	rateOnly                  // refused by the request rate before anything happened
-	safe                      // GET: also 500 and 503, with backoff
+	kindCreate callKind = iota // POST /mailboxes: only what was refused before anything was done
+	kindSelect                 // POST select: as kindWrite; a missing mailbox means gone
+	kindWrite                  // PATCH, DELETE: as kindCreate
+	kindRead                   // GET: also 500, 503 and broken connections
 )
 
 // call runs one API call with the retries kind allows and decodes the data
-// envelope into out.
-func (in *Inbox) call(ctx context.Context, method, path string, body []byte, kind retryKind, out any) error {
+// envelope into out. Every call but creation is made with the session: a
+// refusal of it marks the inbox gone.
+func (in *Inbox) call(ctx context.Context, method, path string, body []byte, kind callKind, out any) error {
+	if err := in.Gone(); err != nil && kind != kindCreate {
+		return err
+	}
 	p := in.c.retry
 	for attempt := 1; ; attempt++ {
-		resp, err := in.send(ctx, method, path, body, "application/json")
-		if err != nil {
-			return err // a transport error is never retried (nothing more than the API allows)
-		}
-		err = decode(resp, out)
-		var apiErr *Error
-		if !errors.As(err, &apiErr) || attempt >= p.MaxAttempts {
+		wait, err := in.try(ctx, method, path, body, kind, out, attempt)
+		if wait == 0 || attempt >= p.MaxAttempts {
 			return err
 		}
-		var wait time.Duration
-		switch {
-		case apiErr.Status == http.StatusTooManyRequests && kind != noRetry && apiErr.RetryAfter > 0 &&
-			apiErr.RetryAfter <= p.MaxRetryAfter && !errors.Is(apiErr, ErrCreationLimit):
-			wait = apiErr.RetryAfter
-		case (apiErr.Status == http.StatusInternalServerError || apiErr.Status == http.StatusServiceUnavailable) && kind == safe:
-			wait = p.backoff(attempt)
-			if apiErr.RetryAfter > wait && apiErr.RetryAfter <= p.MaxRetryAfter {
-				wait = apiErr.RetryAfter
-			}
-		default:
+		// No retry outlives the caller's deadline: the last error instead.
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
 			return err
 		}
-		in.c.log.Debug("mayfly: retrying", "method", method, "path", redactPath(path), "status", apiErr.Status,
-			"code", apiErr.Code, "attempt", attempt, "wait", wait)
-		if err := sleep(ctx, wait); err != nil {
+		in.c.log.Debug("mayfly: retrying", "method", method, "path", redactPath(path), "err", err,
+			"attempt", attempt, "wait", wait)
+		if serr := sleep(ctx, wait); serr != nil {
 			return err
 		}
 	}
 }
+
+// try makes one attempt; a non-zero wait means the error may be retried
+// after it.
+func (in *Inbox) try(ctx context.Context, method, path string, body []byte, kind callKind, out any, attempt int) (time.Duration, error) {
+	p := in.c.retry
+	resp, err := in.send(ctx, method, path, body, "application/json")
+	if err != nil {
+		if ctx.Err() != nil {
+			return 0, err
+		}
+		if refused(err) || kind == kindRead {
+			return max(p.backoff(attempt), time.Millisecond), err
+		}
+		return 0, err
+	}
+	err = decode(resp, out)
+	var apiErr *Error
+	if !errors.As(err, &apiErr) {
+		return 0, err
+	}
+	if kind != kindCreate && (apiErr.Status == http.StatusUnauthorized ||
+		kind == kindSelect && errors.Is(apiErr, ErrMailboxNotFound)) {
+		g := &gone{err: apiErr}
+		in.goneErr.CompareAndSwap(nil, g)
+		return 0, in.Gone()
+	}
+	return retryWait(p, apiErr, kind, attempt), err
+}
+
+// retryWait is the wait before retrying e, or 0 when it is not retried.
+func retryWait(p RetryPolicy, e *Error, kind callKind, attempt int) time.Duration {
+	refusedFirst := e.Status == http.StatusTooManyRequests && !errors.Is(e, ErrCreationLimit) ||
+		e.Status == http.StatusServiceUnavailable && e.Code == "REQUEST_PROTECTION"
+	switch {
+	case refusedFirst:
+		// The service refused before doing anything: safe for every call.
+		wait := e.RetryAfter
+		if wait == 0 {
+			wait = time.Second
+		}
+		if wait > p.MaxRetryAfter {
+			return 0
+		}
+		return wait + rand.N(250*time.Millisecond)
+	case (e.Status == http.StatusInternalServerError || e.Status == http.StatusServiceUnavailable) && kind == kindRead:
+		wait := p.backoff(attempt)
+		if e.RetryAfter > wait && e.RetryAfter <= p.MaxRetryAfter {
+			wait = e.RetryAfter
+		}
+		return max(wait, time.Millisecond)
+	}
+	return 0
+}
+
+// refused reports whether err is a connection the service refused: nothing
+// was sent, so any call may be repeated.
+func refused(err error) bool { return errors.Is(err, syscall.ECONNREFUSED) }
 
 // send makes one request with the inbox's jar.
 func (in *Inbox) send(ctx context.Context, method, path string, body []byte, accept string) (*http.Response, error) {
@@ -387,6 +501,10 @@ func (in *Inbox) send(ctx context.Context, method, path string, body []byte, acc
 	req.Header.Set("User-Agent", in.c.ua)
 	resp, err := in.hc.Do(req)
 	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // its text repeats the method and the full URL
+		}
 		return nil, fmt.Errorf("mayfly: %s %s: %w", method, redactPath(path), err)
 	}
 	return resp, nil
@@ -455,7 +573,7 @@ type SavedCookie struct {
 	Name    string    `json:"name"`
 	Value   string    `json:"value"`
 	Path    string    `json:"path"`
-	Expires time.Time `json:"expires,omitzero"`
+	Expires time.Time `json:"expires"` // zero: a session cookie
 	Secure  bool      `json:"secure,omitempty"`
 }
 
@@ -466,11 +584,19 @@ type State struct {
 	Base    string        `json:"base"`
 	Mailbox Mailbox       `json:"mailbox"`
 	Cookies []SavedCookie `json:"cookies"`
+	// Seen lists the messages already returned (by a wait or Message),
+	// oldest first: a restored Inbox's SinceUnseen waits pass over them.
+	Seen []string `json:"seen,omitempty"`
+	// Gone is set once the inbox is known to be gone.
+	Gone bool `json:"gone,omitempty"`
 }
 
 // State returns the inbox's state for Restore.
 func (in *Inbox) State() State {
-	return State{Base: in.c.base.String(), Mailbox: in.Mailbox(), Cookies: in.jar.saved()}
+	in.mu.Lock()
+	seen := slices.Clone(in.order)
+	in.mu.Unlock()
+	return State{Base: in.c.base.String(), Mailbox: in.Mailbox(), Cookies: in.jar.saved(), Seen: seen, Gone: in.Gone() != nil}
 }
 
 // Restore takes up an inbox saved with State. It makes no request.
@@ -482,5 +608,11 @@ func (c *Client) Restore(st State) (*Inbox, error) {
 	in.jar.restore(st.Cookies)
 	m := st.Mailbox
 	in.mailbox.Store(&m)
+	for _, id := range st.Seen {
+		in.markReturned(id)
+	}
+	if st.Gone {
+		in.goneErr.Store(&gone{})
+	}
 	return in, nil
 }

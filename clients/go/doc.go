@@ -26,25 +26,52 @@
 //
 // # Retries
 //
-// The client retries exactly what the API allows, and nothing more:
+// The client retries what is safe to retry (clients/SCENARIOS.md, shared by
+// the official clients), and never past the caller's deadline: when the
+// next wait would pass it, the last error is returned.
 //
-//   - a safe read (GET) answered 500 or 503 is retried with exponential
-//     backoff and full jitter (a random wait between zero and
-//     RetryPolicy.BaseDelay·2^attempt, capped at MaxDelay), at most
-//     RetryPolicy.MaxAttempts times in all; a Retry-After longer than the
-//     drawn wait is honoured;
-//   - a 429 that carries Retry-After (the request rate: "Retry-After: 1") is
-//     waited out and the call repeated, for every call but creation: the
-//     service refused the request before doing anything;
-//   - POST /mailboxes is never retried: not after a timeout or a connection
-//     error (it may have created an inbox), and a creation-limit 429 is
-//     returned with the wait the service asked for (Error.RetryAfter), not
-//     slept on;
-//   - any other error is returned at once, as an *Error for an API error.
+//   - a request-rate 429 (RATE_LIMITED) and a 503 REQUEST_PROTECTION were
+//     refused before anything was done: every call, creation included,
+//     waits Retry-After (1 s) plus up to 250 ms of jitter and tries again;
+//   - a refused connection sent nothing: every call tries again after a
+//     backoff (a random wait between zero and RetryPolicy.BaseDelay·2^n,
+//     capped at MaxDelay: full jitter);
+//   - a 500, any other 503, a reset or a timeout after sending: reads (GET)
+//     and the event stream only, with the same backoff; never POST
+//     /mailboxes (it may have created an inbox), never PATCH or DELETE;
+//   - a creation limit (ErrCreationLimit: the per-IP windows, the active
+//     cap, the global cap) is returned at once, with the wait the service
+//     asked for in Error.RetryAfter;
+//   - a call makes at most RetryPolicy.MaxAttempts (6) attempts; a request
+//     rate still refused then matches ErrRateLimited.
 //
-// Compare errors with errors.Is and the sentinels (ErrSessionInvalid,
-// ErrCreationLimit, ErrInboxGone, ...); errors.As gives the *Error with the
-// status, the stable code, the message and the request id.
+// Compare errors with errors.Is and the sentinels (ErrInboxGone,
+// ErrCreationLimit, ErrRateLimited, ErrWaitTimeout, ...); errors.As gives
+// the *Error with the status, the stable code, the message, the details and
+// the request id.
+//
+// # Gone
+//
+// After Inbox.Delete, or once the service refuses the inbox's session (it
+// expired, or was deleted through another copy of the jar), every method
+// returns ErrInboxGone; after Delete without sending a request.
+//
+// # Waiting
+//
+// Inbox.WaitForMessage returns the oldest message that matches a Match and
+// is new in the sense of Match.Since: SinceUnseen (the default: not yet
+// returned by this Inbox from a wait or Message, so a "resend code" test
+// calls the same wait twice and gets the second code), SinceNow(),
+// SinceMessage(id) or SinceTime(t). It follows the event stream, lists the
+// messages after every (re)connect, and when the stream is unavailable twice
+// in a row (no answer within the open timeout, an error answer, or a stream
+// that sends nothing, not even a heartbeat, within the idle timeout) polls
+// the message list every 5 seconds (never faster, as the API asks). It keeps
+// going across node restarts and outages until its context's deadline, then
+// fails with ErrWaitTimeout.
+//
+// Links and Code are the helpers test authors otherwise write by hand: the
+// links of a message (text and HTML, unescaped) and its verification code.
 //
 // # Events
 //
@@ -54,13 +81,10 @@
 // messages and yields those it has not yet yielded, so nothing is missed
 // across a reconnect. It never opens two streams for one Inbox (a second
 // Events or WaitForMessage on the same Inbox while one runs fails with
-// ErrStreamBusy). It ends with ErrInboxGone when the inbox expired or was
-// deleted: an expired inbox cannot be recovered, create a new one.
-//
-// Inbox.WaitForMessage returns the first message matching a Match, whether it
-// arrived before or after the call, with its bodies. It uses the event stream
-// and, when the stream is unavailable twice in a row (no answer within the
-// open timeout, an error answer, or a stream that sends nothing, not even a
-// heartbeat, within the idle timeout), falls back to polling the message list
-// every 5 seconds (never faster, as the API asks).
+// ErrStreamBusy). The service keeps one stream per inbox: when it ends a
+// stream because another program opened one on the same inbox (": replaced"),
+// the client logs a warning and polls for a minute before taking the stream
+// back, so two programs do not cut each other off in turn. Events ends with
+// ErrInboxGone when the inbox expired or was deleted: an expired inbox
+// cannot be recovered, create a new one.
 package client

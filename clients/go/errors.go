@@ -1,16 +1,18 @@
 package client
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 )
 
 // Error is an error answer of the API: its status, its stable code, the
-// message and the request id to quote when reporting a problem.
+// message, the details and the request id to quote when reporting a problem.
 type Error struct {
 	Status    int
 	Code      string // error.code; empty when the body was not the envelope
@@ -21,15 +23,43 @@ type Error struct {
 	RetryAfter time.Duration
 }
 
-func (e *Error) Error() string {
+func (e *Error) Error() string { return "mayfly: " + e.text() }
+
+// text is the error without the package prefix: the status, the code, the
+// message, the details (sorted by key) and the request id.
+func (e *Error) text() string {
 	msg := e.Message
 	if msg == "" {
 		msg = http.StatusText(e.Status)
 	}
-	if e.Code == "" {
-		return fmt.Sprintf("mayfly: %d: %s (request %s)", e.Status, msg, e.RequestID)
+	var b strings.Builder
+	b.WriteString(strconv.Itoa(e.Status))
+	if e.Code != "" {
+		b.WriteString(" " + e.Code)
 	}
-	return fmt.Sprintf("mayfly: %d %s: %s (request %s)", e.Status, e.Code, msg, e.RequestID)
+	b.WriteString(": " + msg)
+	if len(e.Details) > 0 {
+		keys := make([]string, 0, len(e.Details))
+		for k := range e.Details {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		b.WriteString(" [")
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteByte(' ')
+			}
+			fmt.Fprintf(&b, "%s=%v", k, e.Details[k])
+		}
+		b.WriteByte(']')
+	}
+	if e.RetryAfter > 0 {
+		fmt.Fprintf(&b, " (retry after %v)", e.RetryAfter)
+	}
+	if e.RequestID != "" {
+		b.WriteString(" (request " + e.RequestID + ")")
+	}
+	return b.String()
 }
 
 // Is matches e against the sentinels: by code where the API names one, by
@@ -39,24 +69,25 @@ func (e *Error) Is(target error) bool {
 	if !ok {
 		return false
 	}
+	if s.match != nil {
+		return s.match(e)
+	}
 	if len(s.codes) > 0 {
-		for _, c := range s.codes {
-			if c == e.Code {
-				return true
-			}
-		}
-		return false
+		return slices.Contains(s.codes, e.Code)
 	}
 	return s.status == e.Status
 }
 
 type sentinel struct {
 	name   string
-	status int      // matches any error of this status (when codes is empty)
-	codes  []string // matches these codes
+	status int               // matches any error of this status (when codes is empty)
+	codes  []string          // matches these codes
+	match  func(*Error) bool // or this
 }
 
 func (s *sentinel) Error() string { return "mayfly: " + s.name }
+
+var creationCodes = []string{"CREATION_RATE_LIMITED", "ACTIVE_INBOX_LIMIT", "GLOBAL_CREATION_LIMIT"}
 
 // Sentinels for errors.Is. The code sentinels follow Mayfly's documented
 // codes; the status sentinels match any service's.
@@ -64,9 +95,13 @@ var (
 	ErrBadRequest   error = &sentinel{name: "bad request", status: 400}
 	ErrUnauthorized error = &sentinel{name: "unauthorized", status: 401}
 	ErrNotFound     error = &sentinel{name: "not found", status: 404}
-	ErrRateLimited  error = &sentinel{name: "rate limited", status: 429}
-	ErrInternal     error = &sentinel{name: "internal server error", status: 500}
-	ErrUnavailable  error = &sentinel{name: "service unavailable", status: 503}
+	// ErrRateLimited is the request rate (429 RATE_LIMITED, or any 429
+	// that is not a creation limit), still refused after the retries.
+	ErrRateLimited error = &sentinel{name: "rate limited", match: func(e *Error) bool {
+		return e.Status == http.StatusTooManyRequests && !slices.Contains(creationCodes, e.Code)
+	}}
+	ErrInternal    error = &sentinel{name: "internal server error", status: 500}
+	ErrUnavailable error = &sentinel{name: "service unavailable", status: 503}
 
 	ErrSessionRequired    error = &sentinel{name: "session required", codes: []string{"MAILBOX_SESSION_REQUIRED"}}
 	ErrSessionInvalid     error = &sentinel{name: "session invalid", codes: []string{"MAILBOX_SESSION_INVALID"}}
@@ -75,16 +110,25 @@ var (
 	ErrMailboxNotFound    error = &sentinel{name: "mailbox not found", codes: []string{"MAILBOX_NOT_FOUND"}}
 	ErrMessageNotFound    error = &sentinel{name: "message not found", codes: []string{"MESSAGE_NOT_FOUND"}}
 	// ErrCreationLimit is any limit on creating inboxes: the per-IP
-	// windows, the active-inbox cap and the global cap.
-	ErrCreationLimit       error = &sentinel{name: "creation limit", codes: []string{"CREATION_RATE_LIMITED", "ACTIVE_INBOX_LIMIT", "GLOBAL_CREATION_LIMIT"}}
+	// windows, the active-inbox cap and the global cap. It is never
+	// retried; Error.RetryAfter is the wait the service asked for (0 when
+	// it named none: the active cap waits for an inbox to be deleted or
+	// to expire).
+	ErrCreationLimit       error = &sentinel{name: "creation limit", codes: creationCodes}
 	ErrActiveInboxLimit    error = &sentinel{name: "active inbox limit", codes: []string{"ACTIVE_INBOX_LIMIT"}}
 	ErrGlobalCreationLimit error = &sentinel{name: "global creation limit", codes: []string{"GLOBAL_CREATION_LIMIT"}}
 )
 
-// ErrInboxGone: the inbox expired or was deleted (or its session was
-// revoked); it cannot be recovered. The error that carries it also matches
-// the API error that showed it (usually ErrSessionInvalid).
+// ErrInboxGone: the inbox was deleted (by this Inbox, which then sends no
+// more requests) or the service no longer accepts its session (expired,
+// deleted elsewhere, revoked). It cannot be recovered: create a new one.
+// Every method of the Inbox returns it from then on. The error that
+// carries it also matches the API error that showed it, if any.
 var ErrInboxGone = errors.New("mayfly: inbox expired or deleted")
+
+// ErrWaitTimeout: WaitForMessage's deadline passed with no matching
+// message. The error also matches context.DeadlineExceeded.
+var ErrWaitTimeout = errors.New("mayfly: no matching message before the deadline")
 
 // ErrStreamBusy: an event stream of this Inbox is already running; the API
 // asks for one stream per inbox.
@@ -94,16 +138,45 @@ var ErrStreamBusy = errors.New("mayfly: an event stream of this inbox is already
 // <prefix>_<mailbox id without hyphens>.
 var ErrNoScopedCookie = errors.New("mayfly: no mailbox-scoped cookie in the creation answer")
 
-// gone wraps an API error that means the inbox is gone.
+// gone wraps the API error (or nil, after the client's own Delete) that
+// showed the inbox is gone.
 type gone struct{ err error }
 
-func (g gone) Error() string   { return ErrInboxGone.Error() + ": " + g.err.Error() }
-func (g gone) Unwrap() []error { return []error{ErrInboxGone, g.err} }
+func (g gone) Error() string {
+	var e *Error
+	switch {
+	case g.err == nil:
+		return ErrInboxGone.Error()
+	case errors.As(g.err, &e):
+		return ErrInboxGone.Error() + " (" + e.text() + ")"
+	}
+	return ErrInboxGone.Error() + ": " + strings.TrimPrefix(g.err.Error(), "mayfly: ")
+}
 
-// isGone reports whether err shows the inbox is gone: a 401 on a call made
-// with the session, or a 404 MAILBOX_NOT_FOUND.
+func (g gone) Unwrap() []error {
+	if g.err == nil {
+		return []error{ErrInboxGone}
+	}
+	return []error{ErrInboxGone, g.err}
+}
+
+// waitTimeout is the error of a wait whose deadline passed.
+type waitTimeout struct{ last error }
+
+func (w waitTimeout) Error() string {
+	if w.last == nil {
+		return ErrWaitTimeout.Error()
+	}
+	return ErrWaitTimeout.Error() + " (last error: " + strings.TrimPrefix(w.last.Error(), "mayfly: ") + ")"
+}
+
+func (w waitTimeout) Unwrap() []error { return []error{ErrWaitTimeout, context.DeadlineExceeded} }
+
+// isGone reports whether err, the answer to a call made with the session
+// (or to select), shows the inbox is gone: a 401, or a 404
+// MAILBOX_NOT_FOUND.
 func isGone(err error) bool {
-	return errors.Is(err, ErrUnauthorized) || errors.Is(err, ErrMailboxNotFound)
+	return errors.Is(err, ErrInboxGone) || errors.Is(err, ErrUnauthorized) || errors.Is(err, ErrMailboxNotFound)
 }
 
 // retryAfter parses a Retry-After header: seconds or an HTTP date.

@@ -10,6 +10,7 @@ import (
 	"iter"
 	"mime"
 	"net/http"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -39,13 +40,21 @@ func (e errOpen) Error() string { return "mayfly: opening the event stream: " + 
 func (e errOpen) Unwrap() error { return e.err }
 
 // Events yields the inbox's new messages as they arrive, from GET /events.
-// It reconnects with backoff while the inbox lives, lists the messages after
-// every reconnect and yields those it missed, and never runs two streams for
-// one Inbox. It ends with an error: ErrInboxGone when the inbox expired or
-// was deleted, ErrStreamBusy when another stream of this Inbox runs, the
+// It reconnects with backoff while the inbox lives (across node restarts,
+// refused connections, 503s and 429s), lists the messages after every
+// reconnect and yields those it missed, and never runs two streams for one
+// Inbox. When the service ends the stream because another client opened
+// one on the same inbox, it polls the list for a minute before opening the
+// stream again, so two programs following one inbox do not cut each other
+// off in turn. It ends with an error: ErrInboxGone when the inbox expired
+// or was deleted, ErrStreamBusy when another stream of this Inbox runs, the
 // context's error when ctx ends. Breaking out of the loop closes the stream.
 func (in *Inbox) Events(ctx context.Context) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
+		if err := in.Gone(); err != nil {
+			yield(Event{}, err)
+			return
+		}
 		if !in.streaming.CompareAndSwap(false, true) {
 			yield(Event{}, ErrStreamBusy)
 			return
@@ -65,10 +74,33 @@ type follower struct {
 	seen     map[string]bool // messages yielded (or present before Events began)
 	fallback bool            // give up (errOpen) when the stream cannot be opened twice in a row
 	lastList time.Time       // when the message list was last read
+	last     error           // the last transient error, for the timeout's message
 }
 
 // errStop: the consumer stopped.
 var errStop = errors.New("stopped")
+
+// errReplaced: the service ended the stream because another stream was
+// opened on the same inbox (the comment ": replaced" before the end).
+var errReplaced = errors.New("mayfly: the service ended the event stream: another client opened one on this inbox (one stream per inbox)")
+
+// replacedPause is how long a follower whose stream was replaced polls
+// before opening the stream again.
+const replacedPause = time.Minute
+
+// transient reports whether err may pass: anything but the inbox gone, the
+// context's end, the consumer's stop and an API refusal of the request
+// itself (a 4xx other than a request-rate 429).
+func transient(err error) bool {
+	if err == nil || isGone(err) || errors.Is(err, errStop) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Status >= 500 || errors.Is(e, ErrRateLimited)
+	}
+	return true
+}
 
 // run follows the stream until ctx ends, the inbox is gone, emit returns
 // false (nil), or, with fallback, the stream cannot be opened twice in a row
@@ -76,37 +108,57 @@ var errStop = errors.New("stopped")
 // existing is set, and only marked seen otherwise.
 func (f *follower) run(ctx context.Context, existing bool, emit func(Event) bool) error {
 	in := f.in
-	if !existing {
-		// What is there before the stream opens is not new: mark it seen.
-		// What arrives between this list and the stream's opening is found
-		// by the list that follows the opening.
-		if err := f.catchUp(ctx, false, emit); err != nil {
-			if isGone(err) {
-				return gone{err}
-			}
-			return err
-		}
-	}
+	primed := existing
 	failures := 0
 	for attempt := 0; ; attempt++ {
 		opened := time.Now()
-		resp, err := in.openStream(ctx)
+		var err error
+		if !primed {
+			// What is there before the stream opens is not new: mark it
+			// seen. What arrives between this list and the stream's
+			// opening is found by the list that follows the opening.
+			if err = f.catchUp(ctx, false, emit); err == nil {
+				primed = true
+			}
+		}
 		if err == nil {
-			// The stream is open: anything that arrives from now on comes
-			// as an event, so the list now covers everything before it.
-			if err = f.catchUp(ctx, true, emit); err == nil {
-				err = f.read(ctx, resp, emit)
-			}
-			resp.Body.Close()
-			if errors.Is(err, errStop) {
-				return nil
+			var resp *http.Response
+			if resp, err = in.openStream(ctx); err == nil {
+				// The stream is open: anything that arrives from now on
+				// comes as an event, so the list now covers everything
+				// before it.
+				if err = f.catchUp(ctx, true, emit); err == nil {
+					err = f.read(ctx, resp, emit)
+				}
+				resp.Body.Close()
 			}
 		}
-		if ctx.Err() != nil {
+		switch {
+		case errors.Is(err, errStop):
+			return nil
+		case ctx.Err() != nil:
 			return ctx.Err()
+		case isGone(err):
+			return in.markGone(err)
+		case errors.Is(err, errReplaced):
+			in.c.log.Warn("mayfly: "+strings.TrimPrefix(errReplaced.Error(), "mayfly: ")+"; polling the message list meanwhile",
+				"every", in.c.poll, "for", replacedPause)
+			pctx, cancel := context.WithTimeout(ctx, replacedPause)
+			err = f.poll(pctx, emit)
+			cancel()
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if !errors.Is(err, context.DeadlineExceeded) {
+				return err // the consumer stopped (nil), or the inbox is gone
+			}
+			attempt, failures = 0, 0
+			continue
+		case !transient(err) && !errors.As(err, new(errOpen)):
+			return err
 		}
-		if isGone(err) {
-			return gone{err}
+		if !errors.Is(err, io.EOF) { // a clean end is no failure to report
+			f.last = err
 		}
 		var oe errOpen
 		if errors.As(err, &oe) {
@@ -114,12 +166,13 @@ func (f *follower) run(ctx context.Context, existing bool, emit func(Event) bool
 			if failures >= 2 && f.fallback {
 				return err
 			}
-		} else {
+		} else if primed {
 			failures = 0 // it opened and was heard
 		}
 		// The stream ended or broke while the inbox may live: is it alive?
+		// (A failure to ask is one more reason to back off.)
 		if _, cerr := in.Current(ctx); isGone(cerr) {
-			return gone{cerr}
+			return cerr
 		} else if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -132,6 +185,43 @@ func (f *follower) run(ctx context.Context, existing bool, emit func(Event) bool
 			return err
 		}
 	}
+}
+
+// poll lists the messages every poll interval (the first at once, unless a
+// list was read less than the interval ago) and emits the new ones, until
+// ctx ends, emit stops (nil) or the inbox is gone. A failed list waits for
+// the next interval.
+func (f *follower) poll(ctx context.Context, emit func(Event) bool) error {
+	for {
+		if err := sleep(ctx, f.in.c.poll-time.Since(f.lastList)); err != nil {
+			return err
+		}
+		err := f.catchUp(ctx, true, emit)
+		switch {
+		case errors.Is(err, errStop):
+			return nil
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case isGone(err):
+			return f.in.markGone(err)
+		case err != nil && !transient(err):
+			return err
+		case err != nil:
+			f.last = err
+			f.lastList = time.Now()
+			f.in.c.log.Info("mayfly: listing the messages failed; trying again", "err", err, "in", f.in.c.poll)
+		}
+	}
+}
+
+// markGone returns the inbox's gone error, recording err as its cause when
+// the inbox was not yet known gone.
+func (in *Inbox) markGone(err error) error {
+	if g := in.Gone(); g != nil {
+		return g
+	}
+	in.goneErr.CompareAndSwap(nil, &gone{err: err})
+	return in.Gone()
 }
 
 // openStream opens GET /events; past the open timeout without an answer, or
@@ -257,6 +347,9 @@ func (f *follower) read(ctx context.Context, resp *http.Response, emit func(Even
 		}
 		name, value, _ := strings.Cut(line, ":")
 		value = strings.TrimPrefix(value, " ")
+		if name == "" && strings.HasPrefix(value, "replaced") {
+			return errReplaced
+		}
 		switch name {
 		case "event":
 			event.Reset()
@@ -275,64 +368,227 @@ func (f *follower) read(ctx context.Context, resp *http.Response, emit func(Even
 }
 
 // Match selects messages for WaitForMessage; every condition set must hold,
-// and the zero Match takes any message.
+// and the zero Match takes any message that is new in the sense of Since
+// (by default: not yet returned by this Inbox).
 type Match struct {
-	Subject *regexp.Regexp
-	From    *regexp.Regexp
-	Func    func(MessageSummary) bool
+	Subject *regexp.Regexp // on the subject
+	From    *regexp.Regexp // on the sender ("Name <address>", as the API shows it)
+	Text    *regexp.Regexp // on text_body (the message is read to test it)
+	Func    func(Message) bool
+	// Since says which messages are new; the zero value is SinceUnseen.
+	Since Since
 }
 
-func (m Match) matches(s MessageSummary) bool {
+// Since says which messages a wait may return.
+type Since struct {
+	kind sinceKind
+	id   string
+	t    time.Time
+}
+
+type sinceKind int
+
+const (
+	sinceUnseen sinceKind = iota
+	sinceNow
+	sinceMessage
+	sinceTime
+)
+
+// SinceUnseen (the default) takes the messages this Inbox has not already
+// returned from a wait or from Message: a "resend code" test calls the same
+// wait twice and gets the second code. It counts what this Inbox object
+// returned (and what its State carried), not what other clients read.
+var SinceUnseen = Since{}
+
+// SinceNow takes the messages that were not in the inbox when the wait
+// started (it lists the inbox once at the start; no clock is compared).
+func SinceNow() Since { return Since{kind: sinceNow} }
+
+// SinceMessage takes the messages received after the message id (in the
+// list's order, newest first). The message must still be in the inbox.
+func SinceMessage(id string) Since { return Since{kind: sinceMessage, id: id} }
+
+// SinceTime takes the messages whose received_at (the service's clock) is
+// strictly after t.
+func SinceTime(t time.Time) Since { return Since{kind: sinceTime, t: t} }
+
+// String is the CLI's spelling of s: unseen, now, the id or the time.
+func (s Since) String() string {
+	switch s.kind {
+	case sinceNow:
+		return "now"
+	case sinceMessage:
+		return s.id
+	case sinceTime:
+		return s.t.Format(time.RFC3339Nano)
+	}
+	return "unseen"
+}
+
+// ParseSince reads the CLI's spelling: "unseen", "now", a message id or an
+// RFC 3339 time.
+func ParseSince(v string) (Since, error) {
+	switch {
+	case v == "" || v == "unseen":
+		return SinceUnseen, nil
+	case v == "now":
+		return SinceNow(), nil
+	case uuidRE.MatchString(v):
+		return SinceMessage(strings.ToLower(v)), nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+		return SinceTime(t), nil
+	}
+	return Since{}, fmt.Errorf("mayfly: since %q: want unseen, now, a message id or an RFC 3339 time", v)
+}
+
+var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+
+func (m Match) summaryMatches(s MessageSummary) bool {
 	return (m.Subject == nil || m.Subject.MatchString(s.Subject)) &&
-		(m.From == nil || m.From.MatchString(s.From)) &&
-		(m.Func == nil || m.Func(s))
+		(m.From == nil || m.From.MatchString(s.From))
 }
 
-// WaitForMessage returns the first message that matches m, whether it
-// arrived before the call or after, with its bodies (status "ready"; a
-// failed message is passed over). It follows the event stream, and when the
-// stream cannot be opened it polls the message list every poll interval
-// (5 s or more). It ends with ctx (use a deadline), or with ErrInboxGone.
+func (m Match) messageMatches(msg Message) bool {
+	return (m.Text == nil || m.Text.MatchString(msg.TextBody)) && (m.Func == nil || m.Func(msg))
+}
+
+// WaitForMessage returns the first message that matches m and is new in the
+// sense of m.Since (by default: not yet returned by this Inbox), with its
+// bodies (status "ready"; a failed message is passed over). Among several,
+// the oldest. It follows the event stream and lists the messages after
+// every (re)connect; when the stream cannot be opened twice in a row it
+// polls the message list every poll interval (5 s or more). It keeps going
+// across node restarts, refused connections, 503s and 429s until ctx's
+// deadline, then fails with an error matching ErrWaitTimeout and
+// context.DeadlineExceeded. A cancelled ctx ends it with context.Canceled;
+// a gone inbox with ErrInboxGone.
 func (in *Inbox) WaitForMessage(ctx context.Context, m Match) (Message, error) {
+	if err := in.Gone(); err != nil {
+		return Message{}, err
+	}
 	if !in.streaming.CompareAndSwap(false, true) {
 		return Message{}, ErrStreamBusy
 	}
 	defer in.streaming.Store(false)
-	var found *MessageSummary
-	pick := func(ev Event) bool {
-		if ev.Message.Status == StatusFailed || !m.matches(ev.Message) {
-			return true
-		}
-		found = &ev.Message
-		return false
+	msg, last, err := in.wait(ctx, m)
+	if err != nil && errors.Is(err, context.DeadlineExceeded) && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return Message{}, waitTimeout{last: last}
 	}
+	return msg, err
+}
+
+// wait is WaitForMessage; last is the last transient error it passed over.
+func (in *Inbox) wait(ctx context.Context, m Match) (msg Message, last error, err error) {
 	f := follower{in: in, seen: map[string]bool{}, fallback: true}
-	err := f.run(ctx, true, pick)
-	var oe errOpen
-	if errors.As(err, &oe) {
-		in.c.log.Info("mayfly: event stream unavailable; polling the message list", "every", in.c.poll, "err", err)
-		err = nil
-		for found == nil && err == nil {
-			// The first poll at once, unless a list was read less than
-			// the interval ago; then one every interval.
-			if err = sleep(ctx, in.c.poll-time.Since(f.lastList)); err == nil {
-				if err = f.catchUp(ctx, true, pick); errors.Is(err, errStop) {
-					err = nil
+	excluded := map[string]bool{}
+	if k := m.Since.kind; k == sinceNow || k == sinceMessage {
+		// One list at the start, retried across outages like the wait.
+		var all []MessageSummary
+		for {
+			all = all[:0]
+			var err error
+			for s, e := range in.All(ctx, 100) {
+				if err = e; e != nil {
+					break
 				}
+				all = append(all, s)
+			}
+			if err == nil {
+				break
 			}
 			if isGone(err) {
-				err = gone{err}
+				return Message{}, nil, in.markGone(err)
 			}
+			if !transient(err) {
+				return Message{}, f.last, err
+			}
+			f.last = err
+			if serr := sleep(ctx, RetryPolicy{}.withDefaults().backoff(2)+100*time.Millisecond); serr != nil {
+				return Message{}, f.last, serr
+			}
+		}
+		found := k == sinceNow
+		for _, s := range all { // newest first
+			if s.ID == m.Since.id {
+				found = true
+			}
+			if found {
+				excluded[s.ID] = true
+			}
+		}
+		if !found {
+			return Message{}, nil, fmt.Errorf("mayfly: wait since message %s: %w", m.Since.id, ErrMessageNotFound)
+		}
+	}
+	var found *Message
+	var pickErr error
+	var pickID string
+	pick := func(ev Event) bool {
+		s := ev.Message
+		if excluded[s.ID] || s.Status == StatusFailed || !m.summaryMatches(s) ||
+			m.Since.kind == sinceUnseen && in.wasReturned(s.ID) ||
+			m.Since.kind == sinceTime && !s.ReceivedAt.After(m.Since.t) {
+			return true
+		}
+		msg, err := in.readReady(ctx, s.ID)
+		if err != nil {
+			if errors.Is(err, ErrMessageNotFound) {
+				return true // deleted meanwhile
+			}
+			pickErr, pickID = err, s.ID
+			return false
+		}
+		if msg.Status == StatusFailed || !m.messageMatches(msg) {
+			return true
+		}
+		found = &msg
+		return false
+	}
+	for {
+		err = f.run(ctx, true, pick)
+		var oe errOpen
+		if errors.As(err, &oe) {
+			in.c.log.Info("mayfly: event stream unavailable; polling the message list", "every", in.c.poll, "err", err)
+			err = f.poll(ctx, pick)
+		}
+		if pickErr == nil {
+			break
+		}
+		if isGone(pickErr) {
+			return Message{}, f.last, in.markGone(pickErr)
+		}
+		if !transient(pickErr) {
+			return Message{}, f.last, pickErr
+		}
+		// Reading the message failed (an outage): look at it again.
+		delete(f.seen, pickID)
+		f.last, pickErr = pickErr, nil
+		if serr := sleep(ctx, RetryPolicy{}.withDefaults().backoff(3)+100*time.Millisecond); serr != nil {
+			return Message{}, f.last, serr
 		}
 	}
 	if found == nil {
-		return Message{}, err
+		if err == nil {
+			err = ctx.Err()
+		}
+		return Message{}, f.last, err
 	}
-	// A pending message has no body yet: look again until it has.
+	in.markReturned(found.ID)
+	return *found, nil, nil
+}
+
+// readReady reads a message, and again every poll interval while it is
+// pending (it has no body yet).
+func (in *Inbox) readReady(ctx context.Context, id string) (Message, error) {
 	for {
-		msg, err := in.Message(ctx, found.ID)
-		if err != nil || msg.Status != StatusPending {
-			return msg, err
+		var out struct {
+			Message Message `json:"message"`
+		}
+		err := in.call(ctx, http.MethodGet, "/messages/"+url.PathEscape(id), nil, kindRead, &out)
+		if err != nil || out.Message.Status != StatusPending {
+			return out.Message, err
 		}
 		if err := sleep(ctx, in.c.poll); err != nil {
 			return Message{}, err

@@ -33,10 +33,43 @@ func Example_signupFlow() {
 	}
 	msg, err := inbox.WaitForMessage(ctx, client.Match{Subject: regexp.MustCompile(`(?i)verification code`)})
 	if err != nil {
-		log.Fatal(err) // context.DeadlineExceeded: no such mail in 2 minutes
+		log.Fatal(err) // client.ErrWaitTimeout: no such mail in 2 minutes
 	}
-	code := regexp.MustCompile(`\b\d{6}\b`).FindString(msg.TextBody)
+	code, _ := client.Code(msg, nil)
 	fmt.Println("code:", code)
+}
+
+// A "resend code" flow: the same wait, run again, returns the next matching
+// message, never one this Inbox already returned (client.SinceUnseen, the
+// default). resend stands for the system under test.
+func Example_resendCode() {
+	resend := func(email string) error { return nil }
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c, _ := client.New("http://127.0.0.1:8080/v1")
+	inbox, err := c.CreateInbox(ctx, 0)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer inbox.Delete(context.Background())
+	codeMail := client.Match{Subject: regexp.MustCompile(`Your code`)}
+	first, err := inbox.WaitForMessage(ctx, codeMail)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := resend(inbox.Mailbox().Address); err != nil {
+		log.Fatal(err)
+	}
+	second, err := inbox.WaitForMessage(ctx, codeMail) // not first again
+	if err != nil {
+		log.Fatal(err)
+	}
+	c1, _ := client.Code(first, nil)
+	c2, _ := client.Code(second, nil)
+	fmt.Println(c1, "then", c2)
+	// Or: client.Match{Subject: ..., Since: client.SinceMessage(first.ID)},
+	// client.SinceTime(t) with t taken before the resend, client.SinceNow().
 }
 
 // Following an inbox's new messages until it expires.

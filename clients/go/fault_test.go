@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -485,8 +486,103 @@ func TestWaitFindsExisting(t *testing.T) {
 	f.add("Your code 9")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	msg, err := in.WaitForMessage(ctx, client.Match{Func: func(s client.MessageSummary) bool { return strings.HasPrefix(s.Subject, "Your code") }})
+	msg, err := in.WaitForMessage(ctx, client.Match{Func: func(m client.Message) bool { return strings.HasPrefix(m.Subject, "Your code") }})
 	if err != nil || msg.Subject != "Your code 9" {
 		t.Fatalf("WaitForMessage: %+v, %v", msg, err)
+	}
+}
+
+// TestCreationRetriesRequestRate: a request-rate 429 on POST /mailboxes was
+// refused before anything was done: the creation waits it out and tries
+// again; the typed creation limit is not retried (TestRetryAfter429).
+func TestCreationRetriesRequestRate(t *testing.T) {
+	t.Parallel()
+	f := newFake(t)
+	var n atomic.Int32
+	f.handle("POST /mailboxes", func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1) == 1 {
+			apiError(w, 429, "RATE_LIMITED", 1)
+			return
+		}
+		http.SetCookie(w, &http.Cookie{Name: "anyprefix_" + strings.ReplaceAll(fakeID, "-", ""), Value: "scoped", Path: "/v1", HttpOnly: true})
+		w.WriteHeader(201)
+		fmt.Fprintf(w, `{"data":{"mailbox":%s}}`, mailboxJSON())
+	})
+	c, _ := client.New(f.base())
+	start := time.Now()
+	if _, err := c.CreateInbox(context.Background(), 0); err != nil {
+		t.Fatal(err)
+	}
+	if took, posts := time.Since(start), len(f.hits("POST /mailboxes")); took < time.Second || posts != 2 {
+		t.Fatalf("took %v over %d creations, want ≥ 1 s over 2", took, posts)
+	}
+}
+
+// TestRetryInsideDeadline: a retry that would outlive the caller's deadline
+// is not waited for: the last error comes back at once, as ErrRateLimited.
+func TestRetryInsideDeadline(t *testing.T) {
+	t.Parallel()
+	f := newFake(t)
+	in := f.inbox(t)
+	f.handle("GET /mailboxes/current", func(w http.ResponseWriter, r *http.Request) { apiError(w, 429, "RATE_LIMITED", 1) })
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := in.Current(ctx)
+	if !errors.Is(err, client.ErrRateLimited) || errors.Is(err, client.ErrCreationLimit) {
+		t.Fatalf("Current: %v, want ErrRateLimited", err)
+	}
+	if took := time.Since(start); took > 200*time.Millisecond || len(f.hits("GET /mailboxes/current")) != 1 {
+		t.Fatalf("took %v over %d requests: want the error at once", took, len(f.hits("GET /mailboxes/current")))
+	}
+}
+
+// TestWritesNotRetriedOn500: a PATCH answered 500 may have been applied: it
+// is returned, not repeated.
+func TestWritesNotRetriedOn500(t *testing.T) {
+	t.Parallel()
+	f := newFake(t)
+	in := f.inbox(t)
+	f.handle("PATCH /mailboxes/current", func(w http.ResponseWriter, r *http.Request) { apiError(w, 500, "INTERNAL", 0) })
+	if _, err := in.Extend(context.Background(), 5); !errors.Is(err, client.ErrInternal) {
+		t.Fatalf("Extend: %v, want ErrInternal", err)
+	}
+	if n := len(f.hits("PATCH /mailboxes/current")); n != 1 {
+		t.Fatalf("%d PATCHes, want 1", n)
+	}
+}
+
+// TestRefusedConnectionRetried: while nothing listens on the service's port
+// every call, creation included, backs off and tries again; it succeeds
+// once the service is back.
+func TestRefusedConnectionRetried(t *testing.T) {
+	t.Parallel()
+	f := newFake(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	go func() {
+		time.Sleep(700 * time.Millisecond)
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			t.Errorf("listen again on %s: %v", addr, err)
+			return
+		}
+		srv := &http.Server{Handler: http.HandlerFunc(f.serve)}
+		go srv.Serve(ln)
+		t.Cleanup(func() { srv.Close() })
+	}()
+	c, _ := client.New("http://" + addr + "/v1")
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	start := time.Now()
+	if _, err := c.CreateInbox(ctx, 0); err != nil {
+		t.Fatalf("CreateInbox across refused connections: %v", err)
+	}
+	if took := time.Since(start); took < 700*time.Millisecond {
+		t.Fatalf("created after %v, before the service listened", took)
 	}
 }

@@ -1,3 +1,3 @@
 module github.com/mayfly/mayfly/clients/go
 
-go 1.26.8
+go 1.23.0

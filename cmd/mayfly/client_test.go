@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/smtp"
 	"os"
 	"path/filepath"
@@ -25,26 +27,69 @@ import (
 // key prefix; it stops with the test.
 func service(t *testing.T) (api, smtpAddr, prefix string) {
 	t.Helper()
-	prefix = storagetest.Prefix(t)
-	env := testEnv(t, map[string]string{
-		"MAYFLY_REDIS_PREFIX":  prefix,
+	s := startStack(t, nil)
+	return s.api, s.smtp, s.prefix
+}
+
+// stack is an in-process `mayfly all` that can be stopped and started again
+// on the same ports (its Redis keys and inboxes stay).
+type stack struct {
+	t         *testing.T
+	env       map[string]string
+	api, smtp string
+	prefix    string
+	cancel    context.CancelFunc
+	done      chan struct{}
+}
+
+// startStack starts `mayfly all` on :0 ports with its own key prefix,
+// cookies without Secure, the domain mayfly.test and the settings in extra
+// (which win). It stops with the test.
+func startStack(t *testing.T, extra map[string]string) *stack {
+	t.Helper()
+	s := &stack{t: t, prefix: storagetest.Prefix(t)}
+	s.env = testEnv(t, map[string]string{
+		"MAYFLY_REDIS_PREFIX":  s.prefix,
 		"MAYFLY_HTTP_ADDR":     "127.0.0.1:0",
 		"MAYFLY_SMTP_ADDR":     "127.0.0.1:0",
 		"MAYFLY_ADMIN_ADDR":    "127.0.0.1:0",
 		"MAYFLY_COOKIE_SECURE": "false",
 		"MAYFLY_DOMAINS":       "mayfly.test",
 	})
+	maps.Copy(s.env, extra)
+	s.start()
+	t.Cleanup(s.stop)
+	return s
+}
+
+// start runs the node; after the first start, on the ports it had.
+func (s *stack) start() {
+	s.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	logs, logw := io.Pipe()
 	done := make(chan struct{})
+	env := maps.Clone(s.env)
 	go func() {
 		defer close(done)
-		run(ctx, []string{"all"}, func(k string) string { return env[k] }, io.Discard, logw)
+		if err := run(ctx, []string{"all"}, func(k string) string { return env[k] }, io.Discard, logw); err != nil {
+			logw.CloseWithError(err)
+		}
 		logw.Close()
 	}()
-	t.Cleanup(func() { cancel(); <-done })
-	addrs := listeningAddrs(t, logs, "http", "smtp")
-	return "http://" + addrs["http"] + "/v1", addrs["smtp"], prefix
+	s.cancel, s.done = cancel, done
+	addrs := listeningAddrs(s.t, logs, "http", "smtp", "admin")
+	s.api, s.smtp = "http://"+addrs["http"]+"/v1", addrs["smtp"]
+	// The next start listens where this one did.
+	s.env["MAYFLY_HTTP_ADDR"], s.env["MAYFLY_SMTP_ADDR"], s.env["MAYFLY_ADMIN_ADDR"] = addrs["http"], addrs["smtp"], addrs["admin"]
+}
+
+// stop shuts the node down; its ports refuse connections until start.
+func (s *stack) stop() {
+	if s.cancel != nil {
+		s.cancel()
+		<-s.done
+		s.cancel = nil
+	}
 }
 
 // send delivers messages over one SMTP connection, one transaction each.
@@ -164,8 +209,8 @@ func TestClientAgainstService(t *testing.T) {
 	if err := in.Delete(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := in.Current(ctx); !errors.Is(err, client.ErrSessionInvalid) && !errors.Is(err, client.ErrSessionRequired) {
-		t.Fatalf("Current after Delete: %v, want a 401", err)
+	if _, err := in.Current(ctx); !errors.Is(err, client.ErrInboxGone) {
+		t.Fatalf("Current after Delete: %v, want ErrInboxGone", err)
 	}
 	for _, err := range in.Events(ctx) {
 		if !errors.Is(err, client.ErrInboxGone) {
@@ -265,8 +310,8 @@ func TestClientInboxExpiry(t *testing.T) {
 	if took := time.Since(start); took > 10*time.Second {
 		t.Errorf("the stream of an inbox expiring in 2 s ended after %v", took)
 	}
-	if _, err := in.Current(ctx); !errors.Is(err, client.ErrSessionInvalid) {
-		t.Fatalf("Current after expiry: %v, want ErrSessionInvalid", err)
+	if _, err := in.Current(ctx); !errors.Is(err, client.ErrInboxGone) || !errors.Is(err, client.ErrSessionInvalid) {
+		t.Fatalf("Current after expiry: %v, want ErrInboxGone (from ErrSessionInvalid)", err)
 	}
 }
 
@@ -356,5 +401,164 @@ func TestCLI(t *testing.T) {
 	defer mu.Unlock()
 	if m := regexp.MustCompile(`[a-z0-9]{20}\.[A-Za-z0-9_-]{43}`).Find(printed.Bytes()); m != nil {
 		t.Errorf("the tool printed a cookie value: %s", m)
+	}
+}
+
+// TestCLITestFlows runs the tool as a test suite's shell script would: a
+// second `new` never orphans the first inbox, named inboxes, a resent code
+// read with the same `wait` twice, errors with their details and one
+// prefix, flags of one command refused by another, `events` and `wait` on
+// one inbox at once.
+func TestCLITestFlows(t *testing.T) {
+	t.Parallel()
+	s := startStack(t, map[string]string{"MAYFLY_RATE_CREATE_PER_MINUTE": "100", "MAYFLY_RATE_ACTIVE_PER_IP": "50"})
+	state := t.TempDir()
+	env := map[string]string{"MAYFLY_URL": s.api, "XDG_STATE_HOME": state}
+	type res struct {
+		out, err string
+		code     int
+	}
+	mayfly := func(args ...string) res {
+		var out, errw bytes.Buffer
+		code := cli.Main("mayfly inbox", args, func(k string) string { return env[k] }, &out, &errw)
+		return res{strings.TrimSpace(out.String()), errw.String(), code}
+	}
+	jar := filepath.Join(state, "mayfly", "jar.json")
+	readState := func(name string) client.State {
+		t.Helper()
+		raw, err := os.ReadFile(jar)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var j struct{ Inboxes map[string]client.State }
+		if err := json.Unmarshal(raw, &j); err != nil {
+			t.Fatal(err)
+		}
+		return j.Inboxes[name]
+	}
+
+	first := mayfly("new")
+	if first.code != cli.ExitOK {
+		t.Fatalf("new: %+v", first)
+	}
+	firstState := readState("default")
+	// A second `new` refuses: the live inbox stays in the jar.
+	if r := mayfly("new"); r.code != cli.ExitError || !strings.Contains(r.err, first.out) || !strings.Contains(r.err, "--replace") {
+		t.Fatalf("second new: %+v; want a refusal naming the live inbox and --replace", r)
+	}
+	if got := readState("default").Mailbox.Address; got != first.out {
+		t.Fatalf("the jar's inbox after a refused new: %s, want %s", got, first.out)
+	}
+	// Named inboxes live side by side.
+	other := mayfly("--name", "other", "new")
+	if other.code != cli.ExitOK {
+		t.Fatalf("--name other new: %+v", other)
+	}
+	if r := mayfly("list-inboxes"); r.code != cli.ExitOK || !strings.Contains(r.out, "default\t"+first.out) || !strings.Contains(r.out, "other\t"+other.out) {
+		t.Fatalf("list-inboxes: %+v", r)
+	}
+	// --replace deletes the old inbox first.
+	second := mayfly("new", "--replace")
+	if second.code != cli.ExitOK || second.out == first.out {
+		t.Fatalf("new --replace: %+v", second)
+	}
+	c, _ := client.New(s.api)
+	old, _ := c.Restore(firstState)
+	if _, err := old.Current(context.Background()); !errors.Is(err, client.ErrInboxGone) {
+		t.Fatalf("the replaced inbox: %v, want it deleted (ErrInboxGone)", err)
+	}
+	addr := second.out
+
+	if r := mayfly("list", "--json"); r.code != cli.ExitOK || r.out != "[]" {
+		t.Fatalf("list --json on an empty inbox: %+v, want []", r)
+	}
+	r := mayfly("extend", "--minutes", "60")
+	if r.code != cli.ExitError || !strings.Contains(r.err, "field=extension_minutes") || !strings.Contains(r.err, "maximum=10") ||
+		strings.Contains(r.err, "mayfly: ") || strings.Count(r.err, "mayfly inbox:") != 1 {
+		t.Fatalf("extend --minutes 60: %+v; want the details, one prefix", r)
+	}
+	for _, tc := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"--help"}, cli.ExitOK}, {[]string{"wait", "--help"}, cli.ExitOK}, {[]string{"version"}, cli.ExitOK},
+		{[]string{"list", "--subject", "x"}, cli.ExitUsage}, {[]string{"new", "--minutes", "3"}, cli.ExitUsage},
+		{[]string{"wait", "--since", "yesterday"}, cli.ExitUsage}, {[]string{"read"}, cli.ExitUsage},
+	} {
+		if r := mayfly(tc.args...); r.code != tc.code {
+			t.Errorf("%v: exit %d, want %d (%s)", tc.args, r.code, tc.code, r.err)
+		}
+	}
+
+	// The resend flow: the same wait twice gets the first code, then the
+	// second; a third finds nothing new.
+	sendMail(t, s.smtp, addr, codeMail(addr, "Your code", "111111"))
+	if r := mayfly("wait", "--subject", "Your code", "--code", "--timeout", "20s"); r.code != cli.ExitOK || r.out != "111111" {
+		t.Fatalf("first wait: %+v", r)
+	}
+	go func() {
+		time.Sleep(500 * time.Millisecond)
+		sendMail(t, s.smtp, addr, codeMail(addr, "Your code", "222222"))
+	}()
+	if r := mayfly("wait", "--subject", "Your code", "--code", "--timeout", "20s"); r.code != cli.ExitOK || r.out != "222222" {
+		t.Fatalf("second wait: %+v; want the resent code", r)
+	}
+	if r := mayfly("wait", "--subject", "Your code", "--timeout", "1s"); r.code != cli.ExitTimeout {
+		t.Fatalf("third wait: %+v; want a timeout (nothing unseen)", r)
+	}
+	list := mayfly("list")
+	lines := strings.Split(list.out, "\n")
+	if len(lines) != 2 {
+		t.Fatalf("list: %+v", list)
+	}
+	firstID := strings.Fields(lines[1])[0]
+	if r := mayfly("wait", "--since", firstID, "--code"); r.code != cli.ExitOK || r.out != "222222" {
+		t.Fatalf("wait --since <first id>: %+v", r)
+	}
+
+	// events and wait on the same inbox at once: the service keeps one
+	// stream per inbox; the one replaced says so and polls, and both
+	// print the message.
+	events := make(chan res, 1)
+	go func() { events <- mayfly("events") }()
+	time.Sleep(time.Second) // events follows the stream
+	go func() {
+		time.Sleep(time.Second)
+		sendMail(t, s.smtp, addr, codeMail(addr, "both", "333333"))
+	}()
+	start := time.Now()
+	if r := mayfly("wait", "--since", "now", "--subject", "both", "--code", "--timeout", "20s"); r.code != cli.ExitOK || r.out != "333333" {
+		t.Fatalf("wait beside events: %+v", r)
+	}
+	t.Logf("wait beside events returned in %v", time.Since(start).Round(time.Millisecond))
+	time.Sleep(6 * time.Second) // events polls every 5 s meanwhile
+	if r := mayfly("delete"); r.code != cli.ExitOK {
+		t.Fatalf("delete: %+v", r)
+	}
+	select {
+	case ev := <-events:
+		if ev.code != cli.ExitGone || !strings.Contains(ev.out, `"subject":"both"`) || !strings.Contains(ev.err, "another client opened one on this inbox") {
+			t.Fatalf("events beside wait: %+v; want the message, the note on the replaced stream, exit %d", ev, cli.ExitGone)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("events did not end after the inbox was deleted")
+	}
+	if r := mayfly("list-inboxes", "--json"); r.code != cli.ExitOK || !strings.Contains(r.out, `"name": "other"`) || strings.Contains(r.out, addr) {
+		t.Fatalf("list-inboxes after delete: %+v", r)
+	}
+}
+
+// TestVersionAndHelp: `mayfly version` prints the build's version and
+// `mayfly --help` the usage, both without an error (exit 0).
+func TestVersionAndHelp(t *testing.T) {
+	var out bytes.Buffer
+	if err := run(context.Background(), []string{"version"}, func(string) string { return "" }, &out, io.Discard); err != nil ||
+		!strings.HasPrefix(out.String(), "mayfly ") || !strings.Contains(out.String(), "go1.") {
+		t.Fatalf("mayfly version: %q, %v", out.String(), err)
+	}
+	out.Reset()
+	if err := run(context.Background(), []string{"--help"}, func(string) string { return "" }, &out, io.Discard); err != nil ||
+		!strings.Contains(out.String(), "version") {
+		t.Fatalf("mayfly --help: %q, %v", out.String(), err)
 	}
 }

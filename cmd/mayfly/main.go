@@ -51,6 +51,7 @@ commands:
   all     edge and ingest in one process
   inbox   the client tool: create an inbox, wait for mail, read it
           (mayfly inbox --help; clients/go/cli)
+  version print the version (module version or VCS revision, Go version)
 
 Every node command also serves the admin endpoints (MAYFLY_ADMIN_ADDR).
 
@@ -73,6 +74,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		serveHTTP, serveSMTP = true, true
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
+		return nil
+	case "version", "--version":
+		fmt.Fprintln(stdout, "mayfly", cli.Version())
 		return nil
 	default:
 		fmt.Fprint(stderr, usage)

@@ -4,10 +4,14 @@
 //
 //	addr=$(mayfly inbox new)                       # create + select, print the address
 //	swaks --to "$addr" ...                         # the system under test sends mail
-//	mayfly inbox wait --subject 'Your code' --timeout 60s
+//	mayfly inbox wait --subject 'Your code' --code --timeout 60s
 //
-// The inbox's cookies persist between invocations in a jar file of mode 0600
-// (--jar, default $XDG_STATE_HOME/mayfly/jar.json); they are never printed.
+// The jar file (--jar, default $XDG_STATE_HOME/mayfly/jar.json, mode 0600)
+// holds named inboxes (--name, default "default") with their cookies, which
+// are never printed, and the ids of the messages already printed, so that a
+// second `wait` returns the next message ("unseen", the default). `new`
+// refuses to replace a live inbox of the same name unless --replace, which
+// deletes it first: an inbox is never lost silently.
 package cli
 
 import (
@@ -17,10 +21,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -34,29 +41,48 @@ const (
 	ExitError   = 1 // any failure not below
 	ExitUsage   = 2 // bad command line
 	ExitTimeout = 3 // wait: no matching message before --timeout
-	ExitGone    = 4 // the inbox expired or was deleted (or the jar holds none)
+	ExitGone    = 4 // the inbox expired or was deleted (or the jar holds none of that name)
 )
 
 // DefaultBase is what `make run` serves.
 const DefaultBase = "http://127.0.0.1:8080/v1"
 
-const usage = `usage: %[1]s [--base URL] [--jar PATH] <command> [flags]
+// DefaultName names the inbox when --name is not given.
+const DefaultName = "default"
+
+const usage = `usage: %[1]s [--base URL] [--jar PATH] [--name NAME] <command> [flags]
 
 commands:
-  new [--lifetime 10m] [--json]    create and select an inbox; print its address
-  show [--json]                    print the current inbox
-  list [--limit N] [--json]        list its messages, newest first
-  read ID [--html] [--json]        print a message's text (or sanitized HTML)
-  wait [--subject RE] [--from RE] [--timeout 60s] [--html] [--json]
-                                   wait for a matching message (also one already
-                                   there) and print it; exit 3 on timeout
-  extend [--minutes 10]            extend the inbox; print the expiry granted
-  delete                           delete the inbox and forget it
-  events                           print each new message as a JSON line
+  new [--lifetime 10m] [--replace] [--json]
+                          create and select an inbox; print its address. Refuses
+                          while the jar holds a live inbox of that name, unless
+                          --replace (which deletes the old one first)
+  show [--json]           print the inbox
+  list [--limit N] [--json]
+                          list its messages, newest first
+  read ID [--html] [--json] [--code] [--code-pattern RE] [--links]
+                          print a message's text (or sanitized HTML), or its code
+                          or links
+  wait [--subject RE] [--from RE] [--text RE] [--since unseen|now|ID|TIME]
+       [--timeout 60s] [--html] [--json] [--code] [--code-pattern RE] [--links]
+                          wait for a matching message and print it; exit 3 on
+                          timeout. --since: unseen (default: one not printed
+                          before by this jar), now (one that arrives after the
+                          wait starts), a message id (one received after it), an
+                          RFC 3339 time (one received after it)
+  extend [--minutes 10]   extend the inbox; print the expiry granted
+  delete                  delete the inbox and forget it
+  events                  print each new message as a JSON line
+  list-inboxes [--json]   the jar's inboxes: name, address, expiry
+  version                 print the tool's version
 
-The service: --base, else $MAYFLY_URL, else ` + DefaultBase + `.
-The jar: --jar, else $XDG_STATE_HOME/mayfly/jar.json (~/.local/state/...),
-mode 0600; it holds the inbox's cookies and is never printed.
+Global flags go before the command: --base (else $MAYFLY_URL, else
+` + DefaultBase + `), --jar (else $XDG_STATE_HOME/mayfly/jar.json,
+~/.local/state/...; mode 0600, never printed), --name (else $MAYFLY_INBOX,
+else "default"), --verbose (log retries and reconnects).
+One event stream per inbox: if another program follows the same inbox
+(events and wait in two terminals), the service ends the older stream and
+the tool says so and polls every 5 s for a minute instead of taking it back.
 Exit codes: 0 ok, 1 error, 2 usage, 3 wait timed out, 4 inbox gone.
 `
 
@@ -70,59 +96,78 @@ func Main(prog string, args []string, env func(string) string, stdout, stderr io
 }
 
 type tool struct {
-	prog      string
-	env       func(string) string
-	out, errw io.Writer
-	base, jar string
-}
-
-func (t *tool) flags(name string) *flag.FlagSet {
-	fs := flag.NewFlagSet(t.prog+" "+name, flag.ContinueOnError)
-	fs.SetOutput(t.errw)
-	fs.StringVar(&t.base, "base", t.base, "the API base URL, with /v1")
-	fs.StringVar(&t.jar, "jar", t.jar, "the jar file")
-	fs.Usage = func() { fmt.Fprintf(t.errw, usage, t.prog) }
-	return fs
+	prog            string
+	env             func(string) string
+	out, errw       io.Writer
+	base, jar, name string
+	verbose         bool
 }
 
 func (t *tool) run(ctx context.Context, args []string) int {
-	t.base = t.env("MAYFLY_URL")
-	if t.base == "" {
-		t.base = DefaultBase
-	}
-	t.jar = defaultJar(t.env)
-	top := t.flags("")
+	t.base, t.jar, t.name = or(t.env("MAYFLY_URL"), DefaultBase), defaultJar(t.env), or(t.env("MAYFLY_INBOX"), DefaultName)
+	top := flag.NewFlagSet(t.prog, flag.ContinueOnError)
+	top.SetOutput(io.Discard)
+	t.globalFlags(top)
 	if err := top.Parse(args); err != nil {
-		return ExitUsage
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(t.out, usage, t.prog)
+			return ExitOK
+		}
+		return t.usage(err.Error())
 	}
 	if top.NArg() == 0 {
-		top.Usage()
-		return ExitUsage
+		return t.usage("a command is needed")
 	}
 	cmd, rest := top.Arg(0), top.Args()[1:]
-	switch cmd {
-	case "new", "show", "list", "read", "wait", "extend", "delete", "events":
-	case "help":
+	if cmd == "help" {
 		fmt.Fprintf(t.out, usage, t.prog)
 		return ExitOK
+	}
+	// Each command knows its own flags and rejects the others'.
+	fs := flag.NewFlagSet(t.prog+" "+cmd, flag.ContinueOnError)
+	fs.SetOutput(t.errw)
+	if slices.ContainsFunc(rest, func(a string) bool { return a == "-h" || a == "-help" || a == "--help" }) {
+		fs.SetOutput(t.out) // asked for: the usage is the answer, on stdout
+	}
+	fs.Usage = func() { fmt.Fprintf(fs.Output(), "usage: %s %s\n", t.prog, commandUsage(cmd)); fs.PrintDefaults() }
+	t.globalFlags(fs)
+	var f cmdFlags
+	switch cmd {
+	case "new":
+		fs.DurationVar(&f.lifetime, "lifetime", 0, "the inbox's lifetime (1m to 10m; default the service's)")
+		fs.BoolVar(&f.replace, "replace", false, "delete the jar's live inbox of this name first")
+		fs.BoolVar(&f.asJSON, "json", false, "print JSON")
+	case "show", "list-inboxes":
+		fs.BoolVar(&f.asJSON, "json", false, "print JSON")
+	case "list":
+		fs.IntVar(&f.limit, "limit", 100, "page size (all pages are listed)")
+		fs.BoolVar(&f.asJSON, "json", false, "print JSON")
+	case "read", "wait":
+		fs.BoolVar(&f.asJSON, "json", false, "print JSON")
+		fs.BoolVar(&f.html, "html", false, "print the sanitized HTML body instead of the text")
+		fs.BoolVar(&f.code, "code", false, "print only the code (4 to 8 digits, or --code-pattern); exit 1 if none")
+		fs.StringVar(&f.codePattern, "code-pattern", "", "the code's regexp (group 1 if it has one); implies --code")
+		fs.BoolVar(&f.links, "links", false, "print only the links, one a line")
+		if cmd == "wait" {
+			fs.StringVar(&f.subject, "subject", "", "a regexp the subject must match")
+			fs.StringVar(&f.from, "from", "", "a regexp the sender must match")
+			fs.StringVar(&f.text, "text", "", "a regexp the text body must match")
+			fs.StringVar(&f.since, "since", "unseen", "unseen, now, a message id or an RFC 3339 time")
+			fs.DurationVar(&f.timeout, "timeout", 60*time.Second, "give up after this long")
+		}
+	case "extend":
+		fs.IntVar(&f.minutes, "minutes", 10, "minutes to add (1 to 10)")
+	case "delete", "events", "version":
 	default:
 		return t.usage("unknown command " + cmd)
 	}
-	fs := t.flags(cmd)
-	var (
-		asJSON   = fs.Bool("json", false, "print JSON")
-		lifetime = fs.Duration("lifetime", 0, "new: the inbox's lifetime (1m to 10m; default the service's)")
-		limit    = fs.Int("limit", 100, "list: page size (all pages are listed)")
-		html     = fs.Bool("html", false, "read, wait: print the sanitized HTML body instead of the text")
-		subject  = fs.String("subject", "", "wait: a regexp the subject must match")
-		from     = fs.String("from", "", "wait: a regexp the sender must match")
-		timeout  = fs.Duration("timeout", 60*time.Second, "wait: give up after this long")
-		minutes  = fs.Int("minutes", 10, "extend: minutes to add (1 to 10)")
-	)
 	// Flags may follow the positional argument (read ID --html).
 	var positional []string
 	for {
 		if err := fs.Parse(rest); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return ExitOK
+			}
 			return ExitUsage
 		}
 		if fs.NArg() == 0 {
@@ -131,61 +176,170 @@ func (t *tool) run(ctx context.Context, args []string) int {
 		positional = append(positional, fs.Arg(0))
 		rest = fs.Args()[1:]
 	}
-	c, err := client.New(t.base, client.WithUserAgent("mayfly-cli/1"))
+	if want := map[string]int{"read": 1}[cmd]; len(positional) != want {
+		return t.usage(fmt.Sprintf("%s takes %d argument(s), got %d", cmd, want, len(positional)))
+	}
+	if cmd == "version" {
+		fmt.Fprintln(t.out, t.prog, Version())
+		return ExitOK
+	}
+	if f.codePattern != "" {
+		f.code = true
+	}
+	level := slog.LevelWarn
+	if t.verbose {
+		level = slog.LevelDebug
+	}
+	c, err := client.New(t.base, client.WithUserAgent("mayfly-cli/"+Version()),
+		client.WithLogger(slog.New(&lineHandler{prog: t.prog, w: t.errw, level: level})))
 	if err != nil {
 		return t.fail(err)
 	}
-	if cmd == "new" {
-		if len(positional) != 0 {
-			return t.usage("new takes no arguments")
-		}
-		in, err := c.CreateInbox(ctx, *lifetime)
-		if err != nil {
-			return t.fail(err)
-		}
-		if err := saveJar(t.jar, in.State()); err != nil {
-			return t.fail(err)
-		}
-		if *asJSON {
-			return t.printJSON(in.Mailbox())
-		}
-		fmt.Fprintln(t.out, in.Mailbox().Address)
-		return ExitOK
+	switch cmd {
+	case "new":
+		return t.create(ctx, c, f)
+	case "list-inboxes":
+		return t.listInboxes(f)
 	}
-	st, err := loadJar(t.jar)
+	st, ok, err := loadEntry(t.jar, t.name)
 	if err != nil {
-		fmt.Fprintf(t.errw, "%s: %v (create an inbox with `%s new`)\n", t.prog, err, t.prog)
+		return t.fail(err)
+	}
+	if !ok {
+		fmt.Fprintf(t.errw, "%s: no inbox named %q in %s (create one with `%s new`)\n", t.prog, t.name, t.jar, t.prog)
 		return ExitGone
 	}
 	in, err := c.Restore(st)
 	if err != nil {
 		return t.fail(err)
 	}
-	code := t.command(ctx, cmd, positional, in, cmdFlags{asJSON: *asJSON, limit: *limit, html: *html,
-		subject: *subject, from: *from, timeout: *timeout, minutes: *minutes})
-	if cmd != "delete" && (code == ExitOK || code == ExitTimeout) {
-		// The service may have changed a cookie. A command that found the
-		// inbox gone leaves the jar alone (another invocation may have
-		// deleted it meanwhile).
-		if err := saveJar(t.jar, in.State()); err != nil {
+	code := t.command(ctx, cmd, positional, in, f)
+	if cmd == "delete" && code == ExitOK {
+		if err := removeEntry(t.jar, t.name); err != nil {
 			return t.fail(err)
 		}
+		return code
+	}
+	// The service may have changed a cookie; the printed messages and a
+	// gone inbox are remembered.
+	if err := saveEntry(t.jar, t.name, in.State(), false); err != nil {
+		return t.fail(err)
 	}
 	return code
 }
 
+// globalFlags may come before the command or among its flags.
+func (t *tool) globalFlags(fs *flag.FlagSet) {
+	fs.StringVar(&t.base, "base", t.base, "the API base URL, with /v1 (else $MAYFLY_URL)")
+	fs.StringVar(&t.jar, "jar", t.jar, "the jar file")
+	fs.StringVar(&t.name, "name", t.name, "the inbox's name in the jar (else $MAYFLY_INBOX, else default)")
+	fs.BoolVar(&t.verbose, "verbose", t.verbose, "log retries and reconnects")
+}
+
+func or(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+func commandUsage(cmd string) string {
+	for _, line := range strings.Split(usage, "\n") {
+		if l := strings.TrimSpace(line); strings.HasPrefix(l, cmd+" ") || l == cmd {
+			return l
+		}
+	}
+	return cmd
+}
+
 type cmdFlags struct {
-	asJSON, html  bool
-	limit         int
-	subject, from string
-	timeout       time.Duration
-	minutes       int
+	asJSON, html, replace, code, links bool
+	limit, minutes                     int
+	subject, from, text, since         string
+	codePattern                        string
+	timeout, lifetime                  time.Duration
+}
+
+// create makes a new inbox under t.name; a live inbox of that name is
+// deleted first with --replace, else kept and the command refused.
+func (t *tool) create(ctx context.Context, c *client.Client, f cmdFlags) int {
+	old, ok, err := loadEntry(t.jar, t.name)
+	if err != nil {
+		return t.fail(err)
+	}
+	if ok && !old.Gone {
+		in, err := c.Restore(old)
+		if err != nil {
+			return t.fail(fmt.Errorf("%w (the jar's inbox %q belongs to another service: use another --name or --jar)", err, t.name))
+		}
+		live, err := in.Current(ctx)
+		switch {
+		case errors.Is(err, client.ErrInboxGone):
+			// It expired or was deleted elsewhere: nothing to lose.
+		case err != nil:
+			return t.fail(fmt.Errorf("checking the jar's inbox %q (%s) before replacing it: %w", t.name, old.Mailbox.Address, err))
+		case !f.replace:
+			fmt.Fprintf(t.errw, "%s: the jar already holds the live inbox %q (%s, expires %s): "+
+				"use it, delete it (`%s delete`), name another (`%s --name other new`) or replace it (`%s new --replace`)\n",
+				t.prog, t.name, live.Address, stamp(live.ExpiresAt), t.prog, t.prog, t.prog)
+			return ExitError
+		default:
+			if err := in.Delete(ctx); err != nil && !errors.Is(err, client.ErrInboxGone) {
+				return t.fail(fmt.Errorf("deleting the inbox it replaces (%s): %w", live.Address, err))
+			}
+		}
+	}
+	in, err := c.CreateInbox(ctx, f.lifetime)
+	if err != nil {
+		return t.fail(err)
+	}
+	if err := saveEntry(t.jar, t.name, in.State(), true); err != nil {
+		return t.fail(err)
+	}
+	if f.asJSON {
+		return t.printJSON(in.Mailbox())
+	}
+	fmt.Fprintln(t.out, in.Mailbox().Address)
+	return ExitOK
+}
+
+func (t *tool) listInboxes(f cmdFlags) int {
+	j, err := loadJar(t.jar)
+	if err != nil {
+		return t.fail(err)
+	}
+	type entry struct {
+		Name      string    `json:"name"`
+		Address   string    `json:"address"`
+		ID        string    `json:"id"`
+		ExpiresAt time.Time `json:"expires_at"`
+		Gone      bool      `json:"gone,omitempty"`
+	}
+	out := []entry{}
+	for _, name := range slices.Sorted(func(yield func(string) bool) {
+		for n := range j.Inboxes {
+			if !yield(n) {
+				return
+			}
+		}
+	}) {
+		st := j.Inboxes[name]
+		out = append(out, entry{name, st.Mailbox.Address, st.Mailbox.ID, st.Mailbox.ExpiresAt, st.Gone})
+	}
+	if f.asJSON {
+		return t.printJSON(out)
+	}
+	for _, e := range out {
+		state := "expires " + stamp(e.ExpiresAt) // as last seen: an extension elsewhere moves it
+		if e.Gone {
+			state = "gone"
+		}
+		fmt.Fprintf(t.out, "%s\t%s\t%s\n", e.Name, e.Address, state)
+	}
+	return ExitOK
 }
 
 func (t *tool) command(ctx context.Context, cmd string, args []string, in *client.Inbox, f cmdFlags) int {
-	if cmd != "read" && len(args) != 0 || cmd == "read" && len(args) != 1 {
-		return t.usage(cmd + ": wrong arguments")
-	}
 	switch cmd {
 	case "show":
 		m, err := in.Current(ctx)
@@ -197,7 +351,7 @@ func (t *tool) command(ctx context.Context, cmd string, args []string, in *clien
 		}
 		fmt.Fprintf(t.out, "%s\nexpires %s (at most %s)\n", m.Address, stamp(m.ExpiresAt), stamp(m.MaxExpiresAt))
 	case "list":
-		var all []client.MessageSummary
+		all := []client.MessageSummary{} // [] in JSON when empty, never null
 		for m, err := range in.All(ctx, max(1, min(f.limit, 100))) {
 			if err != nil {
 				return t.fail(err)
@@ -221,7 +375,7 @@ func (t *tool) command(ctx context.Context, cmd string, args []string, in *clien
 		for _, re := range []struct {
 			dst **regexp.Regexp
 			src string
-		}{{&match.Subject, f.subject}, {&match.From, f.from}} {
+		}{{&match.Subject, f.subject}, {&match.From, f.from}, {&match.Text, f.text}} {
 			if re.src == "" {
 				continue
 			}
@@ -231,11 +385,16 @@ func (t *tool) command(ctx context.Context, cmd string, args []string, in *clien
 			}
 			*re.dst = r
 		}
+		since, err := client.ParseSince(f.since)
+		if err != nil {
+			return t.usage(strings.TrimPrefix(err.Error(), "mayfly: "))
+		}
+		match.Since = since
 		wctx, cancel := context.WithTimeout(ctx, f.timeout)
 		defer cancel()
 		m, err := in.WaitForMessage(wctx, match)
-		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-			fmt.Fprintf(t.errw, "%s: no matching message within %v\n", t.prog, f.timeout)
+		if errors.Is(err, client.ErrWaitTimeout) {
+			fmt.Fprintf(t.errw, "%s: no matching message within %v (since %s)\n", t.prog, f.timeout, since)
 			return ExitTimeout
 		}
 		if err != nil {
@@ -249,10 +408,7 @@ func (t *tool) command(ctx context.Context, cmd string, args []string, in *clien
 		}
 		fmt.Fprintln(t.out, stamp(exp))
 	case "delete":
-		if err := in.Delete(ctx); err != nil && !errors.Is(err, client.ErrUnauthorized) {
-			return t.fail(err)
-		}
-		if err := os.Remove(t.jar); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := in.Delete(ctx); err != nil && !errors.Is(err, client.ErrInboxGone) {
 			return t.fail(err)
 		}
 	case "events":
@@ -272,14 +428,33 @@ func (t *tool) command(ctx context.Context, cmd string, args []string, in *clien
 				return t.fail(err)
 			}
 		}
-	default:
-		return t.usage("unknown command " + cmd)
 	}
 	return ExitOK
 }
 
 func (t *tool) printMessage(m client.Message, f cmdFlags) int {
-	if f.asJSON {
+	switch {
+	case f.code:
+		var re *regexp.Regexp
+		if f.codePattern != "" {
+			var err error
+			if re, err = regexp.Compile(f.codePattern); err != nil {
+				return t.usage(fmt.Sprintf("--code-pattern: %v", err))
+			}
+		}
+		code, ok := client.Code(m, re)
+		if !ok {
+			fmt.Fprintf(t.errw, "%s: no code in message %s (%q)\n", t.prog, m.ID, oneLine(m.Subject))
+			return ExitError
+		}
+		fmt.Fprintln(t.out, code)
+		return ExitOK
+	case f.links:
+		for _, l := range client.Links(m) {
+			fmt.Fprintln(t.out, l)
+		}
+		return ExitOK
+	case f.asJSON:
 		return t.printJSON(m)
 	}
 	body := m.TextBody
@@ -305,15 +480,86 @@ func (t *tool) usage(msg string) int {
 	return ExitUsage
 }
 
-// fail prints err (never a cookie: errors carry codes, messages and request
-// ids only) and picks the exit code.
+// fail prints err once, without the client's "mayfly: " prefix (errors
+// carry codes, messages, details and request ids, never a cookie), and
+// picks the exit code.
 func (t *tool) fail(err error) int {
-	fmt.Fprintf(t.errw, "%s: %v\n", t.prog, err)
-	if errors.Is(err, client.ErrInboxGone) || errors.Is(err, client.ErrUnauthorized) || errors.Is(err, client.ErrMailboxNotFound) {
+	fmt.Fprintf(t.errw, "%s: %s\n", t.prog, strings.TrimPrefix(err.Error(), "mayfly: "))
+	if errors.Is(err, client.ErrInboxGone) {
 		return ExitGone
 	}
 	return ExitError
 }
+
+// Version is the module version from the build info (a tag when installed
+// with `go install …@version`, else "(devel)" and the VCS revision, with
+// "+dirty" for uncommitted changes, when the build recorded one), then the
+// Go version.
+func Version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(unknown)"
+	}
+	v := bi.Main.Version
+	if v != "" && v != "(devel)" {
+		return v + " " + bi.GoVersion
+	}
+	var rev, dirty string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "+dirty"
+			}
+		}
+	}
+	if rev != "" {
+		return "(devel) " + rev[:min(12, len(rev))] + dirty + " " + bi.GoVersion
+	}
+	return "(devel) " + bi.GoVersion
+}
+
+// lineHandler prints the client's warnings (and with --verbose its retries
+// and reconnects) as one line each on stderr: "prog: message (k=v ...)".
+type lineHandler struct {
+	prog  string
+	w     io.Writer
+	level slog.Level
+	attrs []slog.Attr
+}
+
+func (h *lineHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= h.level }
+
+func (h *lineHandler) Handle(_ context.Context, r slog.Record) error {
+	var b strings.Builder
+	b.WriteString(h.prog + ": " + strings.TrimPrefix(r.Message, "mayfly: "))
+	sep := " ("
+	add := func(a slog.Attr) bool {
+		b.WriteString(sep + a.Key + "=" + strings.TrimPrefix(a.Value.String(), "mayfly: "))
+		sep = ", "
+		return true
+	}
+	for _, a := range h.attrs {
+		add(a)
+	}
+	r.Attrs(add)
+	if sep == ", " {
+		b.WriteByte(')')
+	}
+	b.WriteByte('\n')
+	_, err := io.WriteString(h.w, b.String())
+	return err
+}
+
+func (h *lineHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	c := *h
+	c.attrs = append(slices.Clone(h.attrs), as...)
+	return &c
+}
+
+func (h *lineHandler) WithGroup(string) slog.Handler { return h }
 
 func stamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z") }
 
@@ -330,51 +576,4 @@ func defaultJar(env func(string) string) string {
 		dir = filepath.Join(home, ".local", "state")
 	}
 	return filepath.Join(dir, "mayfly", "jar.json")
-}
-
-// saveJar writes st to path with mode 0600, atomically (a temporary file in
-// the same directory, renamed over it).
-func saveJar(path string, st client.State) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return fmt.Errorf("jar: %w", err)
-	}
-	raw, err := json.MarshalIndent(st, "", "  ")
-	if err != nil {
-		return fmt.Errorf("jar: %w", err)
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), ".jar-*")
-	if err != nil {
-		return fmt.Errorf("jar: %w", err)
-	}
-	defer os.Remove(f.Name())
-	if err := f.Chmod(0o600); err != nil {
-		f.Close()
-		return fmt.Errorf("jar: %w", err)
-	}
-	if _, err := f.Write(raw); err != nil {
-		f.Close()
-		return fmt.Errorf("jar: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("jar: %w", err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("jar: %w", err)
-	}
-	return nil
-}
-
-func loadJar(path string) (client.State, error) {
-	var st client.State
-	raw, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return st, fmt.Errorf("no inbox in %s", path)
-	}
-	if err != nil {
-		return st, fmt.Errorf("jar: %w", err)
-	}
-	if err := json.Unmarshal(raw, &st); err != nil || st.Mailbox.ID == "" {
-		return st, fmt.Errorf("jar %s is not an inbox: %v", path, err)
-	}
-	return st, nil
 }

@@ -1,0 +1,121 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	client "github.com/mayfly/mayfly/clients/go"
+)
+
+// jarFile is the jar file: named inboxes, each an inbox's client.State
+// (its cookies: secrets, hence mode 0600).
+type jarFile struct {
+	Inboxes map[string]client.State `json:"inboxes"`
+}
+
+// loadJar reads the jar; a missing file is an empty jar. A jar of the
+// earlier layout (one inbox's State) reads as the inbox "default".
+func loadJar(path string) (jarFile, error) {
+	j := jarFile{Inboxes: map[string]client.State{}}
+	raw, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return j, nil
+	}
+	if err != nil {
+		return j, fmt.Errorf("jar: %w", err)
+	}
+	var probe struct {
+		Inboxes map[string]client.State `json:"inboxes"`
+		Mailbox *client.Mailbox         `json:"mailbox"`
+	}
+	if err := json.Unmarshal(raw, &probe); err != nil {
+		return j, fmt.Errorf("jar %s is not a jar: %v", path, err)
+	}
+	if probe.Mailbox != nil {
+		var st client.State
+		if err := json.Unmarshal(raw, &st); err != nil {
+			return j, fmt.Errorf("jar %s is not a jar: %v", path, err)
+		}
+		j.Inboxes[DefaultName] = st
+		return j, nil
+	}
+	for name, st := range probe.Inboxes {
+		j.Inboxes[name] = st
+	}
+	return j, nil
+}
+
+func loadEntry(path, name string) (client.State, bool, error) {
+	j, err := loadJar(path)
+	if err != nil {
+		return client.State{}, false, err
+	}
+	st, ok := j.Inboxes[name]
+	return st, ok && st.Mailbox.ID != "", nil
+}
+
+// saveEntry writes one inbox into the jar, keeping the others as the file
+// holds them now (another invocation may have changed them meanwhile).
+// Unless create is set, it only updates the entry of the same inbox: one
+// that another invocation deleted or replaced meanwhile stays so.
+func saveEntry(path, name string, st client.State, create bool) error {
+	j, err := loadJar(path)
+	if err != nil {
+		return err
+	}
+	if cur, ok := j.Inboxes[name]; !create && (!ok || cur.Mailbox.ID != st.Mailbox.ID) {
+		return nil
+	}
+	j.Inboxes[name] = st
+	return writeJar(path, j)
+}
+
+func removeEntry(path, name string) error {
+	j, err := loadJar(path)
+	if err != nil {
+		return err
+	}
+	delete(j.Inboxes, name)
+	if len(j.Inboxes) == 0 {
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("jar: %w", err)
+		}
+		return nil
+	}
+	return writeJar(path, j)
+}
+
+// writeJar writes j to path with mode 0600, atomically (a temporary file in
+// the same directory, renamed over it).
+func writeJar(path string, j jarFile) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("jar: %w", err)
+	}
+	raw, err := json.MarshalIndent(j, "", "  ")
+	if err != nil {
+		return fmt.Errorf("jar: %w", err)
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), ".jar-*")
+	if err != nil {
+		return fmt.Errorf("jar: %w", err)
+	}
+	defer os.Remove(f.Name())
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return fmt.Errorf("jar: %w", err)
+	}
+	if _, err := f.Write(raw); err != nil {
+		f.Close()
+		return fmt.Errorf("jar: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("jar: %w", err)
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return fmt.Errorf("jar: %w", err)
+	}
+	return nil
+}

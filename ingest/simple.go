@@ -176,6 +176,12 @@ func simpleContent(h textproto.MIMEHeader, params map[string]string, body []byte
 	if !utf8.Valid(body) {
 		return "", false
 	}
+	// With no charset declared, enmime guesses one (chardet) from the
+	// content, even with DisableCharacterDetection: an ISO-2022 escape (ESC)
+	// or any non-ASCII byte can make it read the text as another charset.
+	if params["charset"] == "" && bytes.IndexFunc(body, func(r rune) bool { return r == 0x1b || r >= utf8.RuneSelf }) >= 0 {
+		return "", false
+	}
 	return string(body), true
 }
 

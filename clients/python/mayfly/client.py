@@ -17,7 +17,7 @@ import urllib.request
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
-from typing import Any, Callable, Dict, Iterator, List, Optional, Pattern, Set, Tuple, Union
+from typing import Any, Callable, Dict, Generator, Iterator, List, Optional, Pattern, Set, Tuple, Union
 
 from ._ctx import Cancel, Ctx
 from .errors import (
@@ -683,7 +683,7 @@ class Inbox:
                     seen.add(m.id)
                     yield m, True
 
-        def poll(until: Optional[float]) -> Iterator[Tuple[MessageSummary, bool]]:
+        def poll(until: Optional[float]) -> Generator[Tuple[MessageSummary, bool], None, bool]:
             """Lists every poll interval (the first an interval after the
             last list) until ``until`` (monotonic; None: no end). Returns
             False when the deadline passed first."""
@@ -819,15 +819,25 @@ class Inbox:
 
         - ``"unseen"`` (default): a message this Inbox object has not
           already returned from a wait or from :meth:`message`;
-        - ``"now"``: a message not in the inbox when the wait started;
+        - ``"now"``: a message not in the inbox when the wait started,
+          which is when its first list of the inbox is answered (a
+          request-rate 429 or an outage delays it): trigger the mail after
+          the wait has started, or take a message id or a time before
+          triggering it;
         - a message id (or a :class:`MessageSummary`): received after that
           message (list order);
         - an aware :class:`~datetime.datetime`: ``received_at`` strictly
           after it (a naive one is taken as UTC).
 
+        There is no match on the recipient: messages carry none, and every
+        message of an inbox was sent to its one address (use one inbox per
+        address under test).
+
         Among several, the oldest is returned. The wait follows the event
         stream (polling the list every 5 s when the stream fails twice in a
-        row) and outlives restarts, refused connections, 503s and 429s until
+        row, until the deadline; for 60 s, with a warning on the ``mayfly``
+        logger, when the service ends the stream because another program
+        opened one on the same inbox) and outlives restarts, refused connections, 503s and 429s until
         ``timeout`` seconds (default: the client's ``wait_timeout``; ``None``
         there means no deadline), then raises :class:`WaitTimeoutError`.
         Setting ``cancel`` ends it at once with :class:`CancelledError`."""

@@ -80,7 +80,7 @@ if ((rc == 0)) && [[ ${pkgs[*]} == ./... ]]; then
 		(cd clients/typescript && npm ci --prefer-offline --no-audit --no-fund --loglevel=error &&
 			MAYFLY_TEST_REDIS_ADDRS=$addrs npm test) || rc=$?
 fi
-# The Python client's scenario suite (clients/python/tests, about 45 s): its
+# The Python client's scenario suite (clients/python/tests, about 50 s): its
 # harness starts its own bin/mayfly against this cluster. pytest is Debian's
 # (install-deps.sh), so the python3 that has it runs the suite.
 if ((rc == 0)) && [[ ${pkgs[*]} == ./... ]]; then

@@ -17,7 +17,7 @@ import urllib.request
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
-from typing import Any, Callable, Dict, Iterator, List, Optional, Pattern, Set, Tuple, Union
+from typing import Any, Callable, Dict, Generator, Iterator, List, Optional, Pattern, Set, Tuple, Union
 
 from ._ctx import Cancel, Ctx
 from .errors import (
@@ -44,10 +44,19 @@ from .models import (
 )
 from .sse import SSEParser
 
+
+class _SessionGoneError(InboxGoneError, SessionInvalidError):
+    """The inbox gone because the service answered 401 to its cookies."""
+
 log = logging.getLogger("mayfly")
 
 #: The API's floor for polling the message list, in seconds.
 MIN_POLL_INTERVAL = 5.0
+
+#: How long a stream that the service ended because another stream took the
+#: inbox over (the comment ``: replaced ...``) polls the list before it opens
+#: the stream again, in seconds (clients/SCENARIOS.md).
+REPLACED_PAUSE = 60.0
 
 _MAX_BODY = 64 << 20
 _MAX_LINE = 1 << 20
@@ -144,8 +153,8 @@ class Client:
     - ``wait_timeout``: the default deadline of ``wait_for_message``;
     - ``max_attempts``: attempts of one call in all (waits and streams have
       no cap, only their deadline);
-    - ``max_retry_after``: a longer ``Retry-After`` is not waited out: the
-      error is raised;
+    - ``max_retry_after``: a longer ``Retry-After`` (10 s) is not waited
+      out: the error is raised at once, whatever its status;
     - ``poll_interval``: polling of the message list when the event stream
       is unavailable (never below 5 s);
     - ``stream_open_timeout`` / ``stream_idle_timeout``: how long opening the
@@ -182,6 +191,7 @@ class Client:
         self.max_attempts = max(1, max_attempts)
         self.max_retry_after = max_retry_after
         self.poll_interval = max(poll_interval, MIN_POLL_INTERVAL)
+        self._replaced_pause = REPLACED_PAUSE
         self.stream_open_timeout = stream_open_timeout
         self.stream_idle_timeout = stream_idle_timeout
         self.user_agent = user_agent
@@ -335,8 +345,9 @@ class Client:
                     retry = ra is None or ra <= self.max_retry_after
                     wait = (1.0 if ra is None else ra) + random.uniform(0, 0.25)
                 elif resp.status in (500, 502, 503, 504) and kind == _READ:
-                    retry, wait = True, _backoff(attempt)
-                    if ra is not None and wait < ra <= self.max_retry_after:
+                    retry = ra is None or ra <= self.max_retry_after
+                    wait = _backoff(attempt)
+                    if ra is not None and wait < ra:
                         wait = ra
             if not retry or attempt >= self.max_attempts:
                 raise err
@@ -450,18 +461,23 @@ class Inbox:
     def _check_gone(self) -> None:
         g = self._gone
         if g is not None:
-            raise g._copy_into(InboxGoneError)
+            raise g._copy_into(type(g))
 
-    def _mark_gone(self, e: MayflyError) -> InboxGoneError:
-        g = e if isinstance(e, InboxGoneError) else e._copy_into(InboxGoneError, f"inbox expired or deleted: {e.message}")
+    def _mark_gone(self, e: MayflyError, hint: str = "") -> InboxGoneError:
+        """The gone error for e, the answer that showed it (a 401 is also a
+        SessionInvalidError); the first one is kept for every later call."""
+        if isinstance(e, InboxGoneError):
+            g = e
+        else:
+            cls = _SessionGoneError if e.status == 401 else InboxGoneError
+            g = e._copy_into(cls, f"inbox expired or deleted: {e.message}{hint}")
         with self._lock:
             if self._gone is None:
                 self._gone = g  # type: ignore[assignment]
         return g  # type: ignore[return-value]
 
     def _do(self, method: str, path: str, payload: Optional[Dict[str, Any]], kind: str, ctx: Ctx) -> Any:
-        """A call with the session (service_session): a 401 means the inbox
-        is gone."""
+        """A call with the inbox's cookies: any 401 means the inbox is gone."""
         self._check_gone()
         try:
             return self._client._call(self._jar, method, path, payload, kind, ctx)
@@ -487,11 +503,13 @@ class Inbox:
         except MayflyError as e:
             if e.status == 404 and e.code in ("MAILBOX_NOT_FOUND", ""):
                 raise self._mark_gone(e) from None
-            if e.status == 401:
+            if e.status == 401 and not isinstance(e, InboxGoneError):
+                # Select is made with the inbox's cookies (the scoped one):
+                # any 401 is gone, like a 401 to the session.
                 hint = ""
                 if self._client._scheme == "http" and any(c.secure for c in self._jar):
                     hint = " (the service set Secure cookies over plain http: set MAYFLY_COOKIE_SECURE=false)"
-                raise e._copy_into(SessionInvalidError, e.message + hint) from None
+                raise self._mark_gone(e, hint) from None
             raise
         self._mailbox = Mailbox.from_json(_field(data, "mailbox"))
         return self._mailbox
@@ -636,10 +654,15 @@ class Inbox:
         the list finds) and follows the stream. With ``existing`` the
         messages present at the start are yielded too; without, only marked
         seen. With ``fallback``, when the stream fails twice in a row it
-        polls the list every poll interval. Returns at the deadline; raises
-        InboxGoneError and CancelledError."""
+        polls the list every poll interval until the deadline. When the
+        service ends the stream because a newer stream on the same inbox
+        took over (the comment ``: replaced ...``), it warns and polls for
+        the replaced pause (60 s) before opening the stream again, so two
+        programs following one inbox do not cut each other off in turn.
+        Returns at the deadline; raises InboxGoneError and CancelledError."""
         c = self._client
         seen: Set[str] = set()
+        last_list = [float("-inf")]  # when a list was last answered (or failed)
         if not existing:
             # What is there before the stream opens is not new: mark it
             # seen. What arrives before the stream opens is found by the
@@ -648,33 +671,44 @@ class Inbox:
             if items is None:
                 return
             seen.update(m.id for m in items)
+            last_list[0] = time.monotonic()
         failures = 0
         attempt = 0
-        polling = False
 
         def catch_up() -> Iterator[Tuple[MessageSummary, bool]]:
             items = self._all(ctx)
+            last_list[0] = time.monotonic()  # after the answer
             for m in reversed(items):  # oldest first
                 if m.id not in seen:
                     seen.add(m.id)
                     yield m, True
 
-        while True:
-            ctx.check_cancel()
-            if ctx.expired():
-                return
-            if polling:
+        def poll(until: Optional[float]) -> Generator[Tuple[MessageSummary, bool], None, bool]:
+            """Lists every poll interval (the first an interval after the
+            last list) until ``until`` (monotonic; None: no end). Returns
+            False when the deadline passed first."""
+            while True:
+                nxt = last_list[0] + c.poll_interval
+                if until is not None and nxt >= until:
+                    return ctx.sleep(max(0.0, until - time.monotonic()), clamp=True)
+                if not ctx.sleep(max(0.0, nxt - time.monotonic()), clamp=True):
+                    return False
                 try:
                     yield from catch_up()
                 except MayflyError as e:
                     if not _transient(e):
                         raise
                     ctx.check_cancel()
-                if not ctx.sleep(c.poll_interval, clamp=True):
-                    return
-                continue
+                    last_list[0] = time.monotonic()
+                    log.info("mayfly: listing the messages failed; trying again in %.0fs: %s", c.poll_interval, e)
+
+        while True:
+            ctx.check_cancel()
+            if ctx.expired():
+                return
             opened = time.monotonic()
             heard = False
+            replaced = False
             try:
                 conn, resp = self._open_stream(ctx)
             except MayflyError as e:
@@ -690,6 +724,11 @@ class Inbox:
                         if not line:
                             break
                         heard = True
+                        if line.startswith(b":") and line[1:].lstrip(b" ").startswith(b"replaced"):
+                            # The service's ": replaced by a newer stream on
+                            # this inbox": another program took it over.
+                            replaced = True
+                            break
                         ev = parser.feed(line.decode("utf-8", "replace"))
                         if ev is None or ev.event != EVENT_MESSAGE_RECEIVED:
                             continue
@@ -713,14 +752,26 @@ class Inbox:
             ctx.check_cancel()
             if ctx.expired():
                 return
+            if replaced:
+                log.warning(
+                    "mayfly: the service ended the event stream: another client opened one on this inbox "
+                    "(one stream per inbox); polling the message list every %.0fs for %.0fs, then opening it again",
+                    c.poll_interval, c._replaced_pause,
+                )
+                if not (yield from poll(time.monotonic() + c._replaced_pause)):
+                    return
+                failures, attempt = 0, 0
+                continue
             if heard:
                 failures = 0
             else:
                 failures += 1
                 if fallback and failures >= 2:
+                    # As the Go client: from here on the wait polls until
+                    # its deadline, and does not go back to the stream.
                     log.info("mayfly: event stream unavailable; polling the message list every %.0fs", c.poll_interval)
-                    polling = True
-                    continue
+                    yield from poll(None)
+                    return
             if time.monotonic() - opened > 60:
                 attempt = 0  # it ran a while: start the backoff over
             attempt += 1
@@ -768,15 +819,25 @@ class Inbox:
 
         - ``"unseen"`` (default): a message this Inbox object has not
           already returned from a wait or from :meth:`message`;
-        - ``"now"``: a message not in the inbox when the wait started;
+        - ``"now"``: a message not in the inbox when the wait started,
+          which is when its first list of the inbox is answered (a
+          request-rate 429 or an outage delays it): trigger the mail after
+          the wait has started, or take a message id or a time before
+          triggering it;
         - a message id (or a :class:`MessageSummary`): received after that
           message (list order);
         - an aware :class:`~datetime.datetime`: ``received_at`` strictly
           after it (a naive one is taken as UTC).
 
+        There is no match on the recipient: messages carry none, and every
+        message of an inbox was sent to its one address (use one inbox per
+        address under test).
+
         Among several, the oldest is returned. The wait follows the event
         stream (polling the list every 5 s when the stream fails twice in a
-        row) and outlives restarts, refused connections, 503s and 429s until
+        row, until the deadline; for 60 s, with a warning on the ``mayfly``
+        logger, when the service ends the stream because another program
+        opened one on the same inbox) and outlives restarts, refused connections, 503s and 429s until
         ``timeout`` seconds (default: the client's ``wait_timeout``; ``None``
         there means no deadline), then raises :class:`WaitTimeoutError`.
         Setting ``cancel`` ends it at once with :class:`CancelledError`."""

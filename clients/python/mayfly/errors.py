@@ -63,10 +63,12 @@ class MayflyError(Exception):
 
 
 class InboxGoneError(MayflyError):
-    """The inbox was deleted (by this client: then no request is sent), or it
-    expired or its session was revoked (the service answered 401 to its
-    session, or 404 ``MAILBOX_NOT_FOUND`` to select). It cannot be recovered:
-    create a new inbox. Every method of a gone inbox raises it."""
+    """The inbox was deleted (by this client: then no request is sent), or
+    the service no longer accepts it: any 401 to a call made with the
+    inbox's cookies (``MAILBOX_SESSION_INVALID`` after expiry or a deletion
+    by another copy of the jar, a refused scoped cookie on select, ...), or
+    404 ``MAILBOX_NOT_FOUND`` to select. It cannot be recovered: create a new
+    inbox. Every method of a gone inbox raises it."""
 
 
 class CreationLimitError(MayflyError):
@@ -82,8 +84,10 @@ class RateLimitedError(MayflyError):
 
 
 class SessionInvalidError(MayflyError):
-    """A 401 that does not mean the inbox is gone: select without the inbox's
-    scoped cookie (``MAILBOX_CREDENTIAL_REQUIRED``/``_INVALID``)."""
+    """The service answered 401 to the inbox's cookies (its session, or its
+    scoped cookie on select). Such an inbox is gone: the error raised is an
+    :class:`InboxGoneError` that is also a SessionInvalidError; ``code``
+    says which 401 it was."""
 
 
 class WaitTimeoutError(MayflyError, TimeoutError):

@@ -38,6 +38,14 @@ SELECTED: Answer = (200, {"data": {"mailbox": MAILBOX}}, {"Set-Cookie": "service
 RESET: Answer = (0, "RESET", {})
 
 
+def sse(text: str) -> Answer:
+    """An event stream that sends text and ends."""
+    return 200, ("SSE", text), {}
+
+
+REPLACED = ": replaced by a newer stream on this inbox\n\n"
+
+
 class Scripted:
     """A server that answers each route from its script (the last answer
     repeats) and records the requests."""
@@ -45,6 +53,7 @@ class Scripted:
     def __init__(self, port: int = 0) -> None:
         self.script: Dict[str, List[Answer]] = {}
         self.requests: List[str] = []
+        self.times: List[Tuple[str, float]] = []  # (route, time.monotonic())
         outer = self
 
         class H(BaseHTTPRequestHandler):
@@ -59,17 +68,22 @@ class Scripted:
                 if n:
                     self.rfile.read(n)
                 outer.requests.append(route)
+                outer.times.append((route, time.monotonic()))
                 answers = outer.script.get(route) or [err(404, "ROUTE_NOT_FOUND")]
                 status, body, headers = answers.pop(0) if len(answers) > 1 else answers[0]
                 if body == "RESET":
                     self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
                     self.close_connection = True
                     return
-                raw = b"" if body is None else json.dumps(body).encode()
+                ctype = "application/json"
+                if isinstance(body, tuple) and body[0] == "SSE":
+                    ctype, raw = "text/event-stream", body[1].encode()
+                else:
+                    raw = b"" if body is None else json.dumps(body).encode()
                 self.send_response(status)
                 for k, v in headers.items():
                     self.send_header(k, v)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", ctype)
                 self.send_header("Content-Length", str(len(raw)))
                 self.send_header("Connection", "close")
                 self.end_headers()
@@ -225,22 +239,24 @@ def test_gone_on_401_then_no_request(srv):
     assert srv.requests == []
 
 
-def test_select_404_is_gone_and_credential_401_is_not(srv):
+def test_select_404_and_401_are_gone(srv):
+    # Select is made with the inbox's cookies: any 401 to it (the scoped
+    # cookie refused) is gone, as is 404 MAILBOX_NOT_FOUND.
     srv.script["POST /v1/mailboxes"] = [CREATED]
-    srv.script[f"POST /v1/mailboxes/{MBOX}/select"] = [err(401, "MAILBOX_CREDENTIAL_INVALID")]
-    with pytest.raises(mayfly.SessionInvalidError):
-        mayfly.Client(srv.base).create_inbox()
-    srv.script[f"POST /v1/mailboxes/{MBOX}/select"] = [err(404, "MAILBOX_NOT_FOUND")]
-    with pytest.raises(mayfly.InboxGoneError):
-        mayfly.Client(srv.base).create_inbox()
+    for answer in (err(401, "MAILBOX_CREDENTIAL_INVALID"), err(404, "MAILBOX_NOT_FOUND")):
+        srv.script[f"POST /v1/mailboxes/{MBOX}/select"] = [answer]
+        with pytest.raises(mayfly.InboxGoneError) as e:
+            mayfly.Client(srv.base).create_inbox()
+        assert e.value.status == answer[0]
 
 
 def test_secure_cookies_over_http_are_explained(srv):
     srv.script["POST /v1/mailboxes"] = [(201, {"data": {"mailbox": MAILBOX}},
                                          {"Set-Cookie": f"{SCOPED}=c.s; Path=/v1; Secure; HttpOnly"})]
     srv.script[f"POST /v1/mailboxes/{MBOX}/select"] = [err(401, "MAILBOX_CREDENTIAL_REQUIRED")]
-    with pytest.raises(mayfly.SessionInvalidError) as e:
+    with pytest.raises(mayfly.InboxGoneError) as e:
         mayfly.Client(srv.base).create_inbox()
+    assert isinstance(e.value, mayfly.SessionInvalidError)  # a 401: the session (credential) refused
     assert "MAYFLY_COOKIE_SECURE=false" in str(e.value)
     assert "c.s" not in str(e.value)  # never a cookie value
 
@@ -260,3 +276,165 @@ def test_wait_polls_when_the_stream_fails_twice(srv):
     msg = inbox.wait_for_message(subject="hi", timeout=10)
     assert mayfly.code(msg) == "1234"
     assert srv.count("GET /v1/events") == 2
+
+
+# The rules SCENARIOS.md gained after the first version of this client.
+
+ROUTES = {
+    "select": f"POST /v1/mailboxes/{MBOX}/select",
+    "current": "GET /v1/mailboxes/current",
+    "extend": "PATCH /v1/mailboxes/current",
+    "delete": "DELETE /v1/mailboxes/current",
+    "list": "GET /v1/messages",
+    "message": f"GET /v1/messages/{MBOX}",
+    "delete_message": f"DELETE /v1/messages/{MBOX}",
+    "events": "GET /v1/events",
+}
+CALLS = {
+    "select": lambda ib: ib.select(),
+    "current": lambda ib: ib.current(),
+    "extend": lambda ib: ib.extend(1),
+    "delete": lambda ib: ib.delete(),
+    "list": lambda ib: ib.list(),
+    "messages": lambda ib: next(ib.messages()),
+    "message": lambda ib: ib.message(MBOX),
+    "delete_message": lambda ib: ib.delete_message(MBOX),
+    "events": lambda ib: next(ib.events(timeout=2)),
+    "wait_for_message": lambda ib: ib.wait_for_message(timeout=2),
+}
+
+
+@pytest.mark.parametrize("code", ["MAILBOX_SESSION_INVALID", "MAILBOX_SESSION_REQUIRED", "MAILBOX_CREDENTIAL_INVALID", ""])
+@pytest.mark.parametrize("first", sorted(ROUTES))
+def test_any_401_with_the_inbox_cookies_is_gone(srv, first, code):
+    # Gone: any 401 on a call made with the inbox's cookies, whatever its
+    # code; from then on every method raises InboxGoneError and sends
+    # nothing.
+    inbox = make_inbox(srv)
+    srv.script["GET /v1/messages"] = [OK_LIST]
+    srv.script[ROUTES[first]] = [err(401, code) if code else (401, None, {})]
+    with pytest.raises(mayfly.InboxGoneError) as e:
+        CALLS[first](inbox)
+    assert e.value.status == 401 and e.value.code == code and inbox.gone
+    srv.requests.clear()
+    for name, call in CALLS.items():
+        with pytest.raises(mayfly.InboxGoneError):
+            call(inbox)
+            pytest.fail(f"{name} did not raise")
+    assert srv.requests == []
+
+
+def test_delete_then_no_request(srv):
+    inbox = make_inbox(srv)
+    srv.script["DELETE /v1/mailboxes/current"] = [(204, None, {})]
+    inbox.delete()
+    srv.requests.clear()
+    for name, call in CALLS.items():
+        with pytest.raises(mayfly.InboxGoneError):
+            call(inbox)
+            pytest.fail(f"{name} did not raise")
+    assert srv.requests == []
+
+
+@pytest.mark.parametrize("answer", [
+    err(429, "RATE_LIMITED", "11"),
+    err(503, "REQUEST_PROTECTION", "30"),
+    err(503, "DEPENDENCY_UNAVAILABLE", "30"),
+    err(500, "INTERNAL", "11"),
+])
+def test_retry_after_over_10s_is_returned_not_waited(srv, answer):
+    inbox = make_inbox(srv)
+    srv.script["GET /v1/messages"] = [answer, OK_LIST]
+    t0 = time.monotonic()
+    with pytest.raises(mayfly.MayflyError) as e:
+        inbox.list(timeout=60)
+    assert time.monotonic() - t0 < 1.0
+    assert (e.value.status, e.value.code, e.value.retry_after) == (answer[0], answer[1]["error"]["code"],
+                                                                  float(answer[2]["Retry-After"]))
+    assert srv.count("GET /v1/messages") == 1
+    # Up to 10 s is waited (here 0 s).
+    srv.script["GET /v1/messages"] = [err(answer[0], answer[1]["error"]["code"], "0"), OK_LIST]
+    assert inbox.list().items == []
+
+
+def test_replaced_stream_polls_then_reopens(srv, caplog):
+    # The service ends a stream that a newer stream on the same inbox took
+    # over with the comment ": replaced ...": the client says so (a
+    # warning), polls the list every poll interval for the pause (60 s;
+    # shortened here), and only then opens the stream again.
+    inbox = make_inbox(srv)
+    c = inbox._client
+    c.poll_interval = 0.2  # below the API's floor: only for this test
+    c._replaced_pause = 1.5
+    srv.script["GET /v1/messages"] = [OK_LIST]
+    srv.script["GET /v1/events"] = [sse("retry: 3000\n\n" + REPLACED), sse(": ping\n\n")]
+    with caplog.at_level("WARNING", logger="mayfly"):
+        assert list(inbox.events(timeout=2.3)) == []
+    opens = [t for r, t in srv.times if r == "GET /v1/events"]
+    lists = [t for r, t in srv.times if r == "GET /v1/messages"]
+    assert len(opens) >= 2, srv.requests
+    assert 1.5 <= opens[1] - opens[0] < 2.2, opens
+    polled = [t for t in lists if opens[0] < t < opens[1]]
+    assert len(polled) >= 4, (opens, lists)  # every 0.2 s in the pause: about 7
+    warnings = [r for r in caplog.records if r.levelname == "WARNING" and r.name == "mayfly"]
+    assert len(warnings) == 1 and "another client opened one on this inbox" in warnings[0].getMessage(), caplog.text
+
+
+def test_replaced_stream_wait_finds_the_message_by_polling(srv, caplog):
+    inbox = make_inbox(srv)
+    c = inbox._client
+    c.poll_interval = 0.2
+    item = {"id": "5b7e0b52-6a4f-4d0e-9a57-6f3c1c1e2a11", "from": "a@b", "subject": "hi",
+            "received_at": "2026-11-21T18:03:20.000Z", "status": "ready"}
+    srv.script["GET /v1/events"] = [sse(REPLACED)]
+    srv.script["GET /v1/messages"] = [OK_LIST, OK_LIST, OK_LIST,
+                                      (200, {"data": {"items": [item], "pagination": {"limit": 100, "offset": 0, "has_more": False}}}, {})]
+    srv.script[f"GET /v1/messages/{item['id']}"] = [(200, {"data": {"message": dict(item, text_body="code 1234", html_body="")}}, {})]
+    with caplog.at_level("WARNING", logger="mayfly"):
+        msg = inbox.wait_for_message(subject="hi", timeout=10)
+    assert mayfly.code(msg) == "1234"
+    assert srv.count("GET /v1/events") == 1  # not taken back within the pause
+    assert any("polling the message list" in r.getMessage() for r in caplog.records if r.levelname == "WARNING")
+
+
+def test_since_now_starts_when_the_first_list_is_answered(srv):
+    # A message that arrives while the first list is delayed (a request-rate
+    # 429) is in the inbox when the wait starts: not new.
+    inbox = make_inbox(srv)
+    before = {"id": "5b7e0b52-6a4f-4d0e-9a57-6f3c1c1e2a11", "from": "a@b", "subject": "hi",
+              "received_at": "2026-11-21T18:03:20.000Z", "status": "ready"}
+    after = dict(before, id="5b7e0b52-6a4f-4d0e-9a57-6f3c1c1e2a12", received_at="2026-11-21T18:03:21.000Z")
+
+    def page(*items):
+        return 200, {"data": {"items": list(items), "pagination": {"limit": 100, "offset": 0, "has_more": False}}}, {}
+
+    srv.script["GET /v1/messages"] = [err(429, "RATE_LIMITED", "0"), page(before), page(before),
+                                      page(after, before)]
+    srv.script["GET /v1/events"] = [sse(": ping\n\n")]
+    for m in (before, after):
+        srv.script[f"GET /v1/messages/{m['id']}"] = [(200, {"data": {"message": dict(m, text_body=m["id"], html_body="")}}, {})]
+    got = inbox.wait_for_message(since="now", subject="hi", timeout=10)
+    assert got.id == after["id"]
+    assert srv.count(f"GET /v1/messages/{before['id']}") == 0
+
+
+def test_match_predicate_gets_the_full_message(srv):
+    # The predicate runs on the full message (bodies included); the
+    # summaries of the list have none.
+    inbox = make_inbox(srv)
+    a = {"id": "5b7e0b52-6a4f-4d0e-9a57-6f3c1c1e2a11", "from": "a@b", "subject": "code",
+         "received_at": "2026-11-21T18:03:20.000Z", "status": "ready"}
+    b = dict(a, id="5b7e0b52-6a4f-4d0e-9a57-6f3c1c1e2a12", received_at="2026-11-21T18:03:21.000Z")
+    srv.script["GET /v1/messages"] = [(200, {"data": {"items": [b, a], "pagination": {"limit": 100, "offset": 0, "has_more": False}}}, {})]
+    srv.script["GET /v1/events"] = [sse(": ping\n\n")]
+    srv.script[f"GET /v1/messages/{a['id']}"] = [(200, {"data": {"message": dict(a, text_body="", html_body="<p>for bob</p>")}}, {})]
+    srv.script[f"GET /v1/messages/{b['id']}"] = [(200, {"data": {"message": dict(b, text_body="", html_body="<p>for alice</p>")}}, {})]
+    seen = []
+
+    def for_alice(m):
+        seen.append(m)
+        return "alice" in m.html_body
+
+    got = inbox.wait_for_message(match=for_alice, timeout=10)
+    assert got.id == b["id"]
+    assert all(isinstance(m, mayfly.Message) and m.html_body for m in seen)

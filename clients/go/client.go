@@ -471,8 +471,11 @@ func retryWait(p RetryPolicy, e *Error, kind callKind, attempt int) time.Duratio
 		}
 		return wait + rand.N(250*time.Millisecond)
 	case (e.Status == http.StatusInternalServerError || e.Status == http.StatusServiceUnavailable) && kind == kindRead:
+		if e.RetryAfter > p.MaxRetryAfter {
+			return 0 // a long Retry-After is returned, not waited (clients/SCENARIOS.md)
+		}
 		wait := p.backoff(attempt)
-		if e.RetryAfter > wait && e.RetryAfter <= p.MaxRetryAfter {
+		if e.RetryAfter > wait {
 			wait = e.RetryAfter
 		}
 		return max(wait, time.Millisecond)

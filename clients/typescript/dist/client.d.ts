@@ -2,6 +2,14 @@ import { CookieJar } from './cookies.js';
 import type { Mailbox, Message, MessageSummary } from './types.js';
 /** The API's floor for polling the message list, in milliseconds. */
 export declare const MIN_POLL_INTERVAL = 5000;
+/**
+ * How long a follower whose event stream the service ended because another
+ * stream took over the inbox (`: replaced by a newer stream on this inbox`)
+ * polls the message list before opening the stream again, in milliseconds.
+ */
+export declare const REPLACED_PAUSE = 60000;
+/** What the logger is told, by importance: `warn` is something the caller should know. */
+export type LogLevel = 'debug' | 'info' | 'warn';
 export interface ClientOptions {
     /** The API's base URL with its version prefix, e.g. `http://127.0.0.1:8080/v1`. */
     baseUrl: string;
@@ -19,9 +27,20 @@ export interface ClientOptions {
     streamIdleTimeout?: number;
     /** waitForMessage's default timeout in ms; default 60 000. */
     waitTimeout?: number;
+    /**
+     * A `Retry-After` longer than this (ms; default 10 000) is not waited: the
+     * error is thrown (waits and event streams go on with their own backoff).
+     */
+    maxRetryAfter?: number;
     userAgent?: string;
-    /** Told about retries, reconnects and fallbacks (never a cookie). */
-    logger?: (event: string, fields: Record<string, unknown>) => void;
+    /**
+     * Told about retries and reconnects (`debug`, `info`) and about what the
+     * caller should know (`warn`: the service ended this inbox's event stream
+     * because another program opened one on it). Never a cookie. Default:
+     * warnings go to `console.warn`, the rest is dropped; pass `() => {}` to
+     * silence it.
+     */
+    logger?: (event: string, fields: Record<string, unknown>, level: LogLevel) => void;
     /** The fetch to use; default the global one. */
     fetch?: typeof fetch;
 }
@@ -89,8 +108,9 @@ interface Resolved {
     streamOpenTimeout: number;
     streamIdleTimeout: number;
     waitTimeout: number;
+    maxRetryAfter: number;
     userAgent: string;
-    log: (event: string, fields: Record<string, unknown>) => void;
+    log: (event: string, fields: Record<string, unknown>, level: LogLevel) => void;
     fetch: typeof fetch;
 }
 /** Talks to one service; each Inbox made from it has a cookie jar of its own. */

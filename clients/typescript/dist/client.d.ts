@@ -80,11 +80,18 @@ export interface WaitOptions extends CallOptions {
     from?: RegExp | string;
     /** A regular expression text_body must match. */
     text?: RegExp | string;
-    /** A predicate on the full message. */
+    /**
+     * A predicate on the full message (bodies included). There is no match on
+     * the recipient: messages carry none, and every message of an inbox was
+     * sent to its one address (no sub-addressing): one inbox per address.
+     */
     match?: (message: Message) => boolean;
     /**
      * `'unseen'` (default): not yet returned by a wait or message() of this
-     * Inbox; `'now'`: not in the inbox when the wait started; a message id
+     * Inbox; `'now'`: not in the inbox when the wait started, that is when its
+     * first list is answered (a request-rate 429 or an outage delays that:
+     * trigger the mail after the wait started, or pass a message id or a time
+     * taken before triggering it); a message id
      * (a string or `{messageId}`): received after that message; a Date:
      * received strictly after it (the server's clock).
      */
@@ -165,15 +172,20 @@ export declare class Inbox {
     /**
      * The new messages as they arrive (GET /events), across reconnects: after
      * every (re)connect the list is read and what the stream missed is yielded
-     * (missed: true). Ends with InboxGoneError when the inbox expires or is
-     * deleted; breaking out of the loop or the signal closes the stream.
+     * (missed: true). When the service ends the stream because another
+     * program opened one on this inbox, it warns (the logger), polls the list
+     * every 5 s for a minute, then opens the stream again. Ends with
+     * InboxGoneError when the inbox expires or is deleted; breaking out of the
+     * loop or the signal closes the stream.
      */
     events(options?: CallOptions): AsyncGenerator<InboxEvent, void, undefined>;
     /**
      * The first message that matches and is new in the sense of `since`
      * (default 'unseen'), with its bodies; the oldest when several qualify.
      * Follows the event stream, lists after every (re)connect, polls every 5 s
-     * when the stream fails twice in a row, and keeps going through restarts,
+     * when the stream fails twice in a row (and for a minute, with a warning to
+     * the logger, when the service ends the stream because another program
+     * opened one on the inbox), and keeps going through restarts,
      * refused connections, 503s and 429s until its timeout: WaitTimeoutError.
      * The signal ends it at once with the signal's reason.
      */

@@ -172,8 +172,11 @@ export class Inbox {
     /**
      * The new messages as they arrive (GET /events), across reconnects: after
      * every (re)connect the list is read and what the stream missed is yielded
-     * (missed: true). Ends with InboxGoneError when the inbox expires or is
-     * deleted; breaking out of the loop or the signal closes the stream.
+     * (missed: true). When the service ends the stream because another
+     * program opened one on this inbox, it warns (the logger), polls the list
+     * every 5 s for a minute, then opens the stream again. Ends with
+     * InboxGoneError when the inbox expires or is deleted; breaking out of the
+     * loop or the signal closes the stream.
      */
     async *events(options = {}) {
         this.#alive();
@@ -201,7 +204,9 @@ export class Inbox {
      * The first message that matches and is new in the sense of `since`
      * (default 'unseen'), with its bodies; the oldest when several qualify.
      * Follows the event stream, lists after every (re)connect, polls every 5 s
-     * when the stream fails twice in a row, and keeps going through restarts,
+     * when the stream fails twice in a row (and for a minute, with a warning to
+     * the logger, when the service ends the stream because another program
+     * opened one on the inbox), and keeps going through restarts,
      * refused connections, 503s and 429s until its timeout: WaitTimeoutError.
      * The signal ends it at once with the signal's reason.
      */

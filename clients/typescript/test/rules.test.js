@@ -217,6 +217,25 @@ describe('Retry-After over 10 s', () => {
   });
 });
 
+describe('waiting', () => {
+  test('a message deleted between the list and its read is passed over; the predicate gets the full message', async () => {
+    const deleted = summary('51111111-2222-4333-8444-555555555555', 'Your code');
+    const kept = summary('61111111-2222-4333-8444-555555555555', 'Your code');
+    const seen = [];
+    const srv = scripted((method, path, init) => {
+      if (path.startsWith('/messages?')) return listOf([kept, deleted]); // newest first
+      if (path === '/events') return sse([': ping\n\n'], init.signal, true);
+      if (path === `/messages/${deleted.id}`) return apiError(404, 'MESSAGE_NOT_FOUND');
+      if (path === `/messages/${kept.id}`) return json(200, { data: { message: { ...kept, text_body: 'code 777888', html_body: '<p>code 777888</p>' } } });
+      return undefined;
+    });
+    const inbox = await new Mayfly({ baseUrl: 'http://api.example/v1', fetch: srv.fetch }).createInbox();
+    const msg = await inbox.waitForMessage({ match: (m) => { seen.push(m); return m.html_body.includes('777888'); }, timeout: 3000 });
+    assert.equal(msg.id, kept.id);
+    assert.deepEqual(seen.map((m) => [m.id, m.text_body]), [[kept.id, 'code 777888']]);
+  });
+});
+
 describe('gone', () => {
   const every = (inbox) => ({
     select: () => inbox.select(),

@@ -653,7 +653,6 @@ function refused(err) {
 }
 /** The wait before the next attempt per the contract's retry table, or undefined: not retried. */
 function retryWait(err, kind, attempt, o) {
-    // A Retry-After longer than maxRetryAfter is not waited: the error is returned.
     if (err instanceof NetworkError) {
         if (err.refused || kind === 'safe')
             return backoff(attempt, o.baseDelay, o.maxDelay);
@@ -664,7 +663,7 @@ function retryWait(err, kind, attempt, o) {
     const jitter = Math.random() * 250;
     if ((err.status === 429 && err.code === 'RATE_LIMITED') || (err.status === 503 && err.code === 'REQUEST_PROTECTION')) {
         const ra = (err.retryAfter ?? 1) * 1000;
-        return ra > o.maxRetryAfter ? undefined : ra + jitter;
+        return ra > o.maxRetryAfter ? undefined : ra + jitter; // a longer Retry-After is not waited: the error is returned
     }
     if (kind === 'safe' && (err.status === 500 || err.status === 503)) {
         const b = backoff(attempt, o.baseDelay, o.maxDelay);

@@ -783,7 +783,6 @@ function refused(err: unknown): boolean {
 
 /** The wait before the next attempt per the contract's retry table, or undefined: not retried. */
 function retryWait(err: unknown, kind: RetryKind, attempt: number, o: Resolved): number | undefined {
-  // A Retry-After longer than maxRetryAfter is not waited: the error is returned.
   if (err instanceof NetworkError) {
     if (err.refused || kind === 'safe') return backoff(attempt, o.baseDelay, o.maxDelay);
     return undefined;
@@ -792,7 +791,7 @@ function retryWait(err: unknown, kind: RetryKind, attempt: number, o: Resolved):
   const jitter = Math.random() * 250;
   if ((err.status === 429 && err.code === 'RATE_LIMITED') || (err.status === 503 && err.code === 'REQUEST_PROTECTION')) {
     const ra = (err.retryAfter ?? 1) * 1000;
-    return ra > o.maxRetryAfter ? undefined : ra + jitter;
+    return ra > o.maxRetryAfter ? undefined : ra + jitter; // a longer Retry-After is not waited: the error is returned
   }
   if (kind === 'safe' && (err.status === 500 || err.status === 503)) {
     const b = backoff(attempt, o.baseDelay, o.maxDelay);

@@ -2,6 +2,14 @@ import { CookieJar } from './cookies.js';
 import type { Mailbox, Message, MessageSummary } from './types.js';
 /** The API's floor for polling the message list, in milliseconds. */
 export declare const MIN_POLL_INTERVAL = 5000;
+/**
+ * How long a follower whose event stream the service ended because another
+ * stream took over the inbox (`: replaced by a newer stream on this inbox`)
+ * polls the message list before opening the stream again, in milliseconds.
+ */
+export declare const REPLACED_PAUSE = 60000;
+/** What the logger is told, by importance: `warn` is something the caller should know. */
+export type LogLevel = 'debug' | 'info' | 'warn';
 export interface ClientOptions {
     /** The API's base URL with its version prefix, e.g. `http://127.0.0.1:8080/v1`. */
     baseUrl: string;
@@ -19,9 +27,20 @@ export interface ClientOptions {
     streamIdleTimeout?: number;
     /** waitForMessage's default timeout in ms; default 60 000. */
     waitTimeout?: number;
+    /**
+     * A `Retry-After` longer than this (ms; default 10 000) is not waited: the
+     * error is thrown (waits and event streams go on with their own backoff).
+     */
+    maxRetryAfter?: number;
     userAgent?: string;
-    /** Told about retries, reconnects and fallbacks (never a cookie). */
-    logger?: (event: string, fields: Record<string, unknown>) => void;
+    /**
+     * Told about retries and reconnects (`debug`, `info`) and about what the
+     * caller should know (`warn`: the service ended this inbox's event stream
+     * because another program opened one on it). Never a cookie. Default:
+     * warnings go to `console.warn`, the rest is dropped; pass `() => {}` to
+     * silence it.
+     */
+    logger?: (event: string, fields: Record<string, unknown>, level: LogLevel) => void;
     /** The fetch to use; default the global one. */
     fetch?: typeof fetch;
 }
@@ -61,11 +80,18 @@ export interface WaitOptions extends CallOptions {
     from?: RegExp | string;
     /** A regular expression text_body must match. */
     text?: RegExp | string;
-    /** A predicate on the full message. */
+    /**
+     * A predicate on the full message (bodies included). There is no match on
+     * the recipient: messages carry none, and every message of an inbox was
+     * sent to its one address (no sub-addressing): one inbox per address.
+     */
     match?: (message: Message) => boolean;
     /**
      * `'unseen'` (default): not yet returned by a wait or message() of this
-     * Inbox; `'now'`: not in the inbox when the wait started; a message id
+     * Inbox; `'now'`: not in the inbox when the wait started, that is when its
+     * first list is answered (a request-rate 429 or an outage delays that:
+     * trigger the mail after the wait started, or pass a message id or a time
+     * taken before triggering it); a message id
      * (a string or `{messageId}`): received after that message; a Date:
      * received strictly after it (the server's clock).
      */
@@ -89,8 +115,9 @@ interface Resolved {
     streamOpenTimeout: number;
     streamIdleTimeout: number;
     waitTimeout: number;
+    maxRetryAfter: number;
     userAgent: string;
-    log: (event: string, fields: Record<string, unknown>) => void;
+    log: (event: string, fields: Record<string, unknown>, level: LogLevel) => void;
     fetch: typeof fetch;
 }
 /** Talks to one service; each Inbox made from it has a cookie jar of its own. */
@@ -145,15 +172,20 @@ export declare class Inbox {
     /**
      * The new messages as they arrive (GET /events), across reconnects: after
      * every (re)connect the list is read and what the stream missed is yielded
-     * (missed: true). Ends with InboxGoneError when the inbox expires or is
-     * deleted; breaking out of the loop or the signal closes the stream.
+     * (missed: true). When the service ends the stream because another
+     * program opened one on this inbox, it warns (the logger), polls the list
+     * every 5 s for a minute, then opens the stream again. Ends with
+     * InboxGoneError when the inbox expires or is deleted; breaking out of the
+     * loop or the signal closes the stream.
      */
     events(options?: CallOptions): AsyncGenerator<InboxEvent, void, undefined>;
     /**
      * The first message that matches and is new in the sense of `since`
      * (default 'unseen'), with its bodies; the oldest when several qualify.
      * Follows the event stream, lists after every (re)connect, polls every 5 s
-     * when the stream fails twice in a row, and keeps going through restarts,
+     * when the stream fails twice in a row (and for a minute, with a warning to
+     * the logger, when the service ends the stream because another program
+     * opened one on the inbox), and keeps going through restarts,
      * refused connections, 503s and 429s until its timeout: WaitTimeoutError.
      * The signal ends it at once with the signal's reason.
      */

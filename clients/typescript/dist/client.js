@@ -6,6 +6,19 @@ import { CREATION_LIMIT_CODES, CreationLimitError, InboxGoneError, MayflyError, 
 import { SSEParser } from './sse.js';
 /** The API's floor for polling the message list, in milliseconds. */
 export const MIN_POLL_INTERVAL = 5000;
+/**
+ * How long a follower whose event stream the service ended because another
+ * stream took over the inbox (`: replaced by a newer stream on this inbox`)
+ * polls the message list before opening the stream again, in milliseconds.
+ */
+export const REPLACED_PAUSE = 60_000;
+/** The comment the service ends a replaced stream with (after the colon and a space). */
+const REPLACED_COMMENT = 'replaced';
+/** The default logger: warnings to console.warn, the rest dropped. */
+function defaultLogger(event, fields, level) {
+    if (level === 'warn')
+        console.warn(`mayfly: ${event}`, fields);
+}
 /** Talks to one service; each Inbox made from it has a cookie jar of its own. */
 export class Mayfly {
     #o;
@@ -33,8 +46,9 @@ export class Mayfly {
             streamOpenTimeout: options.streamOpenTimeout ?? 10_000,
             streamIdleTimeout: options.streamIdleTimeout ?? 65_000,
             waitTimeout: options.waitTimeout ?? 60_000,
+            maxRetryAfter: options.maxRetryAfter ?? 10_000,
             userAgent: options.userAgent ?? 'mayfly-ts-client/1',
-            log: options.logger ?? (() => { }),
+            log: options.logger ?? defaultLogger,
             fetch: f.bind(globalThis),
         };
     }
@@ -63,7 +77,6 @@ export class Inbox {
     #jar;
     #mailbox;
     #gone;
-    #selected = false;
     #streaming = false;
     /** Ids returned by a wait or message(): what `since: 'unseen'` leaves out. */
     #returned = new Set();
@@ -107,7 +120,6 @@ export class Inbox {
         const path = `/mailboxes/${encodeURIComponent(this.id)}/select`;
         const out = await this.#call('POST', path, undefined, 'refusedOnly', options);
         this.#mailbox = out.mailbox;
-        this.#selected = true;
         return this.mailbox;
     }
     /** Reads the inbox (GET /mailboxes/current). */
@@ -160,8 +172,11 @@ export class Inbox {
     /**
      * The new messages as they arrive (GET /events), across reconnects: after
      * every (re)connect the list is read and what the stream missed is yielded
-     * (missed: true). Ends with InboxGoneError when the inbox expires or is
-     * deleted; breaking out of the loop or the signal closes the stream.
+     * (missed: true). When the service ends the stream because another
+     * program opened one on this inbox, it warns (the logger), polls the list
+     * every 5 s for a minute, then opens the stream again. Ends with
+     * InboxGoneError when the inbox expires or is deleted; breaking out of the
+     * loop or the signal closes the stream.
      */
     async *events(options = {}) {
         this.#alive();
@@ -189,7 +204,9 @@ export class Inbox {
      * The first message that matches and is new in the sense of `since`
      * (default 'unseen'), with its bodies; the oldest when several qualify.
      * Follows the event stream, lists after every (re)connect, polls every 5 s
-     * when the stream fails twice in a row, and keeps going through restarts,
+     * when the stream fails twice in a row (and for a minute, with a warning to
+     * the logger, when the service ends the stream because another program
+     * opened one on the inbox), and keeps going through restarts,
      * refused connections, 503s and 429s until its timeout: WaitTimeoutError.
      * The signal ends it at once with the signal's reason.
      */
@@ -248,10 +265,27 @@ export class Inbox {
                 rejected.add(m.id);
                 return undefined;
             }
-            let full = await this.#message(m.id, signal, Infinity);
-            while (full.status === 'pending') {
-                await sleep(this.#o.pollInterval, signal);
-                full = await this.#message(m.id, signal, Infinity);
+            // Read until it has its bodies; an outage (or a Retry-After too long to
+            // wait) is outlived like the wait's, a message deleted meanwhile passed over.
+            let full;
+            for (let attempt = 1; full === undefined || full.status === 'pending';) {
+                if (full !== undefined)
+                    await sleep(this.#o.pollInterval, signal);
+                try {
+                    full = await this.#message(m.id, signal, Infinity);
+                }
+                catch (err) {
+                    if (signal.aborted)
+                        throw signal.reason;
+                    if (err instanceof MayflyError && err.status === 404 && err.code === 'MESSAGE_NOT_FOUND') {
+                        rejected.add(m.id);
+                        return undefined;
+                    }
+                    if (err instanceof InboxGoneError || !transient(err))
+                        throw err;
+                    full = undefined;
+                    await sleep(backoff(attempt++, 500, 5000) + 100, signal);
+                }
             }
             const ok = (!subject || subject.test(full.subject)) && (!from || from.test(full.from)) &&
                 (!text || text.test(full.text_body)) && (!options.match || options.match(full));
@@ -299,7 +333,10 @@ export class Inbox {
      * Follows the inbox: an optional list first (initial: true), then the event
      * stream with a list after every (re)connect, reconnecting with backoff.
      * With fallback, after two failed opens in a row it polls the list every
-     * poll interval instead. It ends only by throwing (gone, the signal).
+     * poll interval instead. When the service ends the stream because another
+     * stream took the inbox over, it warns, polls the list every poll interval
+     * for REPLACED_PAUSE, then opens the stream again. It ends only by throwing
+     * (gone, the signal, an error that is not transient).
      */
     async *#follow(signal, preList, fallback) {
         let lastList = 0;
@@ -311,22 +348,62 @@ export class Inbox {
                 if (!p.hasMore || p.items.length === 0)
                     break;
             }
-            lastList = Date.now();
+            lastList = Date.now(); // after the answer: the next poll is ≥ the interval after it on the server too
             return all;
         };
-        if (preList || !fallback)
-            yield { kind: 'list', items: await listAll(), initial: true };
+        /** Rethrows what a follower does not outlive. */
+        const fatal = (err) => {
+            if (signal.aborted)
+                throw signal.reason;
+            if (err instanceof InboxGoneError || !transient(err))
+                throw err;
+        };
+        /** A list at the next poll interval, or undefined when it failed (transiently) or `until` came first. */
+        const pollOnce = async (until) => {
+            const wait = Math.max(0, this.#o.pollInterval - (Date.now() - lastList));
+            if (Date.now() + wait >= until) {
+                await sleep(Math.max(0, until - Date.now()), signal);
+                return undefined;
+            }
+            await sleep(wait, signal);
+            try {
+                return await listAll();
+            }
+            catch (err) {
+                fatal(err);
+                lastList = Date.now(); // a failed list waits for the next interval
+                this.#o.log('listing the messages failed; trying again', { err: String(err), in: this.#o.pollInterval }, 'info');
+                return undefined;
+            }
+        };
+        if (preList || !fallback) {
+            // "Started" (since 'now') is when this list is answered: retried across outages and 429s.
+            let items;
+            for (let attempt = 1; items === undefined; attempt++) {
+                try {
+                    items = await listAll();
+                }
+                catch (err) {
+                    fatal(err);
+                    this.#o.log('listing the messages failed; trying again', { err: String(err) }, 'info');
+                    await sleep(backoff(attempt, 500, 5000) + 100, signal);
+                }
+            }
+            yield { kind: 'list', items, initial: true };
+        }
         let failures = 0;
         for (let attempt = 0;; attempt++) {
             if (fallback && failures >= 2) {
-                this.#o.log('stream unavailable; polling', { every: this.#o.pollInterval });
+                this.#o.log('stream unavailable; polling', { every: this.#o.pollInterval }, 'info');
                 for (;;) {
-                    await sleep(Math.max(0, this.#o.pollInterval - (Date.now() - lastList)), signal);
-                    yield { kind: 'list', items: await listAll(), initial: false };
+                    const items = await pollOnce(Infinity);
+                    if (items !== undefined)
+                        yield { kind: 'list', items, initial: false };
                 }
             }
             const opened = Date.now();
             let heard = false;
+            let replaced = false;
             let stream;
             try {
                 stream = await this.#openStream(signal);
@@ -339,12 +416,31 @@ export class Inbox {
                 }
             }
             catch (err) {
-                if (signal.aborted || err instanceof InboxGoneError || !transient(err))
-                    throw err;
-                this.#o.log('event stream ended', { err: String(err) });
+                if (err instanceof StreamReplaced) {
+                    replaced = true;
+                }
+                else {
+                    fatal(err);
+                    this.#o.log('event stream ended', { err: String(err) }, 'info');
+                }
             }
             finally {
                 stream?.close();
+            }
+            if (replaced) {
+                // Another program follows this inbox: do not take the stream back at
+                // once (it would do the same), poll for a while instead.
+                this.#o.log('the service ended the event stream: another client opened one on this inbox (one stream per inbox); ' +
+                    'polling the message list meanwhile', { every: this.#o.pollInterval, for: REPLACED_PAUSE }, 'warn');
+                const until = Date.now() + REPLACED_PAUSE;
+                while (Date.now() < until) {
+                    const items = await pollOnce(until);
+                    if (items !== undefined)
+                        yield { kind: 'list', items, initial: false };
+                }
+                attempt = -1; // the loop's increment makes it 0
+                failures = 0;
+                continue;
             }
             if (stream !== undefined && heard)
                 failures = 0;
@@ -357,8 +453,7 @@ export class Inbox {
                         await this.current({ signal });
                     }
                     catch (err) {
-                        if (signal.aborted || err instanceof InboxGoneError || !transient(err))
-                            throw err;
+                        fatal(err);
                     }
                 }
                 if (Date.now() - opened > 60_000)
@@ -451,7 +546,7 @@ export class Inbox {
                 wait = w;
             }
             const e = last;
-            this.#o.log('retrying', { method, path: path.split('?')[0], attempt, wait, status: e.status, code: e.code });
+            this.#o.log('retrying', { method, path: path.split('?')[0], attempt, wait, status: e.status, code: e.code }, 'debug');
             await sleep(wait, signal);
         }
     }
@@ -518,9 +613,11 @@ export class Inbox {
         };
         const route = path.split('?')[0];
         const msg = `mayfly: ${method} ${route}: ${res.status} ${init.code ?? ''}: ${env?.error?.message ?? res.statusText} (request ${init.requestId ?? '-'})`;
-        const sessionGone = res.status === 401 && this.#selected &&
-            (init.code === 'MAILBOX_SESSION_INVALID' || init.code === 'MAILBOX_SESSION_REQUIRED');
-        if (sessionGone || (res.status === 404 && init.code === 'MAILBOX_NOT_FOUND')) {
+        // Gone: any 401 on a call made with the inbox's cookies (every call but
+        // creation), or 404 MAILBOX_NOT_FOUND on select.
+        const creation = method === 'POST' && route === '/mailboxes';
+        const select = method === 'POST' && route.endsWith('/select');
+        if ((res.status === 401 && !creation) || (select && res.status === 404 && init.code === 'MAILBOX_NOT_FOUND')) {
             this.#gone = new InboxGoneError(`mayfly: inbox expired or deleted: ${msg}`, init);
             this.#jar.clear();
             return this.#gone;
@@ -565,12 +662,13 @@ function retryWait(err, kind, attempt, o) {
         return undefined;
     const jitter = Math.random() * 250;
     if ((err.status === 429 && err.code === 'RATE_LIMITED') || (err.status === 503 && err.code === 'REQUEST_PROTECTION')) {
-        return (err.retryAfter ?? 1) * 1000 + jitter;
+        const ra = (err.retryAfter ?? 1) * 1000;
+        return ra > o.maxRetryAfter ? undefined : ra + jitter; // a longer Retry-After is not waited: the error is returned
     }
     if (kind === 'safe' && (err.status === 500 || err.status === 503)) {
         const b = backoff(attempt, o.baseDelay, o.maxDelay);
         const ra = (err.retryAfter ?? 0) * 1000;
-        return ra > b && ra <= 10_000 ? ra : b;
+        return ra > b && ra <= o.maxRetryAfter ? ra : b;
     }
     return undefined;
 }
@@ -604,6 +702,13 @@ function sleep(ms, signal) {
         signal?.addEventListener('abort', onAbort, { once: true });
     });
 }
+/** The service ended the stream: a newer stream on the same inbox took over. */
+class StreamReplaced extends MayflyError {
+    constructor() {
+        super('mayfly: the service ended the event stream: another client opened one on this inbox (one stream per inbox)');
+        this.name = 'MayflyError';
+    }
+}
 /** One open event stream: yields the message summaries of message.received events (undefined for any other line). */
 class Stream {
     #body;
@@ -619,7 +724,13 @@ class Stream {
     async *events() {
         const reader = this.#body.getReader();
         const decoder = new TextDecoder();
-        const parser = new SSEParser();
+        let replaced = false;
+        const parser = new SSEParser({
+            onComment: (text) => {
+                if (text.trimStart().startsWith(REPLACED_COMMENT))
+                    replaced = true;
+            },
+        });
         let timer = setTimeout(() => this.#ctl.abort(new MayflyError('mayfly: the event stream went silent')), this.#idle);
         try {
             for (;;) {
@@ -643,6 +754,8 @@ class Stream {
                     if (m && typeof m.id === 'string' && m.id !== '')
                         yield m;
                 }
+                if (replaced)
+                    throw new StreamReplaced();
             }
         }
         finally {

@@ -21,8 +21,9 @@ export declare class MayflyError extends Error {
 }
 /**
  * The inbox expired, was deleted (by this client or otherwise) or its session
- * was revoked. It cannot be recovered: create a new inbox. After the client's
- * own delete(), no request is sent.
+ * was revoked: any 401 on a call made with the inbox's cookies, or 404
+ * MAILBOX_NOT_FOUND on select. It cannot be recovered: create a new inbox.
+ * From then on every method throws it without sending a request.
  */
 export declare class InboxGoneError extends MayflyError {
     constructor(message?: string, init?: MayflyErrorInit);
@@ -43,7 +44,10 @@ export declare class WaitTimeoutError extends MayflyError {
 export declare class StreamBusyError extends MayflyError {
     constructor(message?: string);
 }
-/** A 401 that does not mean the inbox is gone: a missing or wrong credential. */
+/**
+ * A 401 on a call made without an inbox's cookies (creation). Any 401 on a
+ * call made with them means the inbox is gone: InboxGoneError.
+ */
 export declare class SessionInvalidError extends MayflyError {
     constructor(message: string, init?: MayflyErrorInit);
 }

@@ -23,8 +23,9 @@ export class MayflyError extends Error {
 }
 /**
  * The inbox expired, was deleted (by this client or otherwise) or its session
- * was revoked. It cannot be recovered: create a new inbox. After the client's
- * own delete(), no request is sent.
+ * was revoked: any 401 on a call made with the inbox's cookies, or 404
+ * MAILBOX_NOT_FOUND on select. It cannot be recovered: create a new inbox.
+ * From then on every method throws it without sending a request.
  */
 export class InboxGoneError extends MayflyError {
     constructor(message = 'mayfly: inbox expired or deleted', init = {}) {
@@ -60,7 +61,10 @@ export class StreamBusyError extends MayflyError {
         this.name = 'StreamBusyError';
     }
 }
-/** A 401 that does not mean the inbox is gone: a missing or wrong credential. */
+/**
+ * A 401 on a call made without an inbox's cookies (creation). Any 401 on a
+ * call made with them means the inbox is gone: InboxGoneError.
+ */
 export class SessionInvalidError extends MayflyError {
     constructor(message, init = {}) {
         super(message, init);

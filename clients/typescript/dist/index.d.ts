@@ -12,12 +12,12 @@
  * console.log(code(msg));
  * await inbox.delete();
  */
-export { Mayfly, Inbox, createClient, MIN_POLL_INTERVAL } from './client.js';
-export type { ClientOptions, CallOptions, CreateInboxOptions, ListOptions, Page, Since, WaitOptions, InboxEvent, } from './client.js';
+export { Mayfly, Inbox, createClient, MIN_POLL_INTERVAL, REPLACED_PAUSE } from './client.js';
+export type { ClientOptions, CallOptions, CreateInboxOptions, ListOptions, Page, Since, WaitOptions, InboxEvent, LogLevel, } from './client.js';
 export { MayflyError, InboxGoneError, CreationLimitError, RateLimitedError, WaitTimeoutError, StreamBusyError, SessionInvalidError, } from './errors.js';
 export type { MayflyErrorInit } from './errors.js';
 export { links, code, htmlText, htmlUnescape, DEFAULT_CODE } from './helpers.js';
 export { SSEParser } from './sse.js';
-export type { SSEEvent } from './sse.js';
+export type { SSEEvent, SSEParserOptions } from './sse.js';
 export { CookieJar, parseSetCookie, setCookieValues } from './cookies.js';
 export type * from './types.js';

@@ -12,7 +12,7 @@
  * console.log(code(msg));
  * await inbox.delete();
  */
-export { Mayfly, Inbox, createClient, MIN_POLL_INTERVAL } from './client.js';
+export { Mayfly, Inbox, createClient, MIN_POLL_INTERVAL, REPLACED_PAUSE } from './client.js';
 export { MayflyError, InboxGoneError, CreationLimitError, RateLimitedError, WaitTimeoutError, StreamBusyError, SessionInvalidError, } from './errors.js';
 export { links, code, htmlText, htmlUnescape, DEFAULT_CODE } from './helpers.js';
 export { SSEParser } from './sse.js';

@@ -4,6 +4,7 @@
 /** The longest line kept; a longer one ends the stream (a protocol error). */
 export const MAX_LINE = 1 << 20;
 export class SSEParser {
+    #onComment;
     #buf = '';
     #event = '';
     #data = [];
@@ -11,6 +12,9 @@ export class SSEParser {
     #sawCR = false;
     /** The stream's retry field, in milliseconds, when it sent one. */
     retry;
+    constructor(options = {}) {
+        this.#onComment = options.onComment;
+    }
     /** Feeds a chunk of text; returns the events it completed, in order. */
     push(chunk) {
         const out = [];
@@ -50,8 +54,11 @@ export class SSEParser {
             this.#data = [];
             return;
         }
-        if (line.startsWith(':'))
-            return; // a comment: the heartbeat
+        if (line.startsWith(':')) {
+            // A comment: the heartbeat, or why the service ends the stream.
+            this.#onComment?.(line.slice(1));
+            return;
+        }
         const i = line.indexOf(':');
         const field = i < 0 ? line : line.slice(0, i);
         let value = i < 0 ? '' : line.slice(i + 1);

@@ -13,7 +13,13 @@ export interface SSEEvent {
 /** The longest line kept; a longer one ends the stream (a protocol error). */
 export const MAX_LINE = 1 << 20;
 
+export interface SSEParserOptions {
+  /** Called with each comment line's text (after the colon), in order with the events. */
+  onComment?: (text: string) => void;
+}
+
 export class SSEParser {
+  readonly #onComment: ((text: string) => void) | undefined;
   #buf = '';
   #event = '';
   #data: string[] = [];
@@ -21,6 +27,10 @@ export class SSEParser {
   #sawCR = false;
   /** The stream's retry field, in milliseconds, when it sent one. */
   retry: number | undefined;
+
+  constructor(options: SSEParserOptions = {}) {
+    this.#onComment = options.onComment;
+  }
 
   /** Feeds a chunk of text; returns the events it completed, in order. */
   push(chunk: string): SSEEvent[] {
@@ -56,7 +66,11 @@ export class SSEParser {
       this.#data = [];
       return;
     }
-    if (line.startsWith(':')) return; // a comment: the heartbeat
+    if (line.startsWith(':')) {
+      // A comment: the heartbeat, or why the service ends the stream.
+      this.#onComment?.(line.slice(1));
+      return;
+    }
     const i = line.indexOf(':');
     const field = i < 0 ? line : line.slice(0, i);
     let value = i < 0 ? '' : line.slice(i + 1);

@@ -16,11 +16,12 @@ const stack = new Stack();
 
 /** A fetch that counts what it sends and the statuses it gets. */
 function countingFetch() {
-  const c = { requests: 0, statuses: [] };
+  const c = { requests: 0, statuses: [], creations: [] };
   c.fetch = async (url, init) => {
     c.requests++;
     const r = await fetch(url, init);
     c.statuses.push(r.status);
+    if (init?.method === 'POST' && url.endsWith('/mailboxes')) c.creations.push(r.status);
     return r;
   };
   return c;
@@ -67,15 +68,17 @@ describe('scenarios', { skip }, () => {
     await inbox.delete();
   });
 
-  test('parallel-creates: 6 creations at once from one client all succeed', async () => {
+  test('parallel-creates: 12 creations at once from one client all succeed', async () => {
     const c = countingFetch();
     const client = createClient({ baseUrl: stack.baseUrl, fetch: c.fetch });
-    const inboxes = await Promise.all(Array.from({ length: 6 }, () => client.createInbox({ lifetimeMinutes: 1 })));
-    assert.equal(new Set(inboxes.map((i) => i.address)).size, 6);
+    await sleep(1100); // a fresh one-second window
+    const inboxes = await Promise.all(Array.from({ length: 12 }, () => client.createInbox({ lifetimeMinutes: 1 })));
+    assert.equal(new Set(inboxes.map((i) => i.address)).size, 12);
     await Promise.all(inboxes.map((i) => i.delete()));
-    // 12 requests at once (6 creations, 6 selects) against 8 per second:
-    // the request-rate 429s were retried, not surfaced.
-    assert.ok(c.statuses.includes(429), `statuses ${c.statuses}`);
+    // 12 POST /mailboxes at once against 8 requests per second: creations
+    // themselves met request-rate 429s, and those were retried, not surfaced.
+    assert.ok(c.creations.includes(429), `creation statuses ${c.creations}`);
+    assert.equal(c.creations.filter((s) => s === 201).length, 12, `creation statuses ${c.creations}`);
   });
 
   test('edge-restart-mid-wait: the wait survives the node stopping for 3 s', async () => {
@@ -155,12 +158,61 @@ describe('scenarios', { skip }, () => {
     const html = '<html><body><p>Your code is <b>739201</b>.</p>' +
       '<p><a href="https://app.example/verify?token=abc&amp;user=42">Verify your address</a></p></body></html>';
     await sendMail(stack.smtp, { to: inbox.address, subject: 'Verify', html });
-    const msg = await inbox.waitForMessage({ subject: /^Verify$/, timeout: 20_000 });
+    // The predicate sees the full message: the HTML body (there is no text body to match with `text`).
+    const msg = await inbox.waitForMessage({ subject: /^Verify$/, match: (m) => m.html_body.includes('token=abc'), timeout: 20_000 });
     assert.match(msg.html_body, /&amp;user=42/);
     const got = links(msg);
     assert.ok(got.includes('https://app.example/verify?token=abc&user=42'), `links ${JSON.stringify(got)}`);
     assert.equal(got.filter((u) => u.startsWith('https://app.example/verify')).length, 1);
     assert.equal(code(msg), '739201');
+    await inbox.delete();
+  });
+
+  test('replaced stream: another program opens a stream on the inbox; the wait warns, polls, and does not take it back', async () => {
+    let cookie;
+    let streams = 0;
+    const logged = [];
+    const client = new Mayfly({
+      baseUrl: stack.baseUrl,
+      fetch: (url, init) => {
+        cookie = init?.headers?.cookie ?? cookie;
+        if (new URL(url).pathname.endsWith('/events')) streams++;
+        return fetch(url, init);
+      },
+      logger: (event, fields, level) => logged.push({ event, level }),
+    });
+    const inbox = await client.createInbox({ lifetimeMinutes: 2 });
+    const waiting = inbox.waitForMessage({ subject: /beside/, timeout: 20_000 });
+    waiting.catch(() => {}); // awaited below; no unhandled rejection if an assertion fails first
+    await sleep(700); // its stream is open
+    assert.equal(streams, 1);
+    // Another program, with a copy of the jar, follows the same inbox.
+    const other = new AbortController();
+    const raw = await fetch(stack.baseUrl + '/events', { headers: { cookie, accept: 'text/event-stream' }, signal: other.signal });
+    assert.equal(raw.status, 200);
+    await sleep(500);
+    const warns = logged.filter((l) => l.level === 'warn');
+    assert.equal(warns.length, 1, JSON.stringify(logged));
+    assert.match(warns[0].event, /another client opened one on this inbox/);
+    const t0 = Date.now();
+    await sendMail(stack.smtp, { to: inbox.address, subject: 'beside', text: 'code 246810' });
+    const msg = await waiting;
+    assert.equal(code(msg), '246810');
+    assert.ok(Date.now() - t0 < 7000, `found by polling after ${Date.now() - t0} ms`);
+    assert.equal(streams, 1, 'the wait opened the stream again within the minute');
+    // The other program's stream was not cut off: it got the message too.
+    const reader = raw.body.getReader();
+    const dec = new TextDecoder();
+    let text = '';
+    const until = Date.now() + 5000;
+    while (!text.includes(msg.id) && Date.now() < until) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += dec.decode(value, { stream: true });
+    }
+    assert.ok(text.includes('event: message.received') && text.includes(msg.id), `the other stream: ${text}`);
+    assert.ok(!text.includes('replaced'), `the other stream was replaced: ${text}`);
+    other.abort();
     await inbox.delete();
   });
 

@@ -7,9 +7,9 @@ import (
 	"net/http/pprof"
 	"time"
 
+	"github.com/mayfly/mayfly/storage"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"github.com/mayfly/mayfly/storage"
 	"github.com/redis/rueidis"
 )
 

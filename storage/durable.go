@@ -104,15 +104,32 @@ func (s *Store) exec(ctx context.Context, op string, sc durableScript, keys, arg
 			b.Wait().Numreplicas(int64(need)).Timeout(s.cfg.ReplicaTimeout.Milliseconds()).Build(),
 			b.ClusterMyid().Build())
 	}
+	// send runs the batch with do, once more as EVAL on NOSCRIPT, and again
+	// (up to 3 times in all) on TRYAGAIN: a slot being migrated refuses a
+	// script whose keys are not all on one side yet, before running it.
+	send := func(do func(...rueidis.Completed) []rueidis.RedisResult, asking bool) []rueidis.RedisResult {
+		for attempt := 1; ; attempt++ {
+			res := do(batch(evalsha, asking)...)
+			if err, ok := rueidis.IsRedisErr(res[len(res)-3].Error()); ok && err.IsNoScript() {
+				res = do(batch(eval, asking)...)
+			}
+			res = res[len(res)-3:] // without ASKING's reply
+			if err, ok := rueidis.IsRedisErr(res[0].Error()); ok && err.IsTryAgain() && attempt < 3 {
+				select {
+				case <-ctx.Done():
+				case <-time.After(time.Duration(attempt) * 20 * time.Millisecond):
+					continue
+				}
+			}
+			return res
+		}
+	}
 	// The first attempt: a dedicated connection to the slot's primary as
 	// rueidis routes it. It follows no MOVED or ASK (the cluster client's
 	// DoMulti would resend the script alone to the new node and leave the WAIT
 	// with the old one).
 	dc, release := s.client.Dedicate()
-	res := dc.DoMulti(ctx, batch(evalsha, false)...)
-	if err, ok := rueidis.IsRedisErr(res[0].Error()); ok && err.IsNoScript() {
-		res = dc.DoMulti(ctx, batch(eval, false)...)
-	}
+	res := send(func(c ...rueidis.Completed) []rueidis.RedisResult { return dc.DoMulti(ctx, c...) }, false)
 	release()
 	if err, ok := rueidis.IsRedisErr(res[0].Error()); ok {
 		addr, moved := err.IsMoved()
@@ -131,11 +148,7 @@ func (s *Store) exec(ctx context.Context, op string, sc durableScript, keys, arg
 			if !known {
 				return nil, fmt.Errorf("%s: %w: %w: redirected to unknown node %s", op, ErrUnavailable, ErrNotReplicated, addr)
 			}
-			// EVAL, not EVALSHA: the new node may not have the script yet.
-			res = node.DoMulti(ctx, batch(eval, ask)...)
-			if ask {
-				res = res[1:]
-			}
+			res = send(func(c ...rueidis.Completed) []rueidis.RedisResult { return node.DoMulti(ctx, c...) }, ask)
 		}
 	}
 	vals, node, err := scriptReply(op, res[0])

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The drills that only `make drill` runs (go test -tags drill, with
@@ -58,4 +59,93 @@ func TestDrillKillIngest(t *testing.T) {
 	d := newDrill(t)
 	d.run(func() { d.tp.Kill(d.tp.Ingests[0].PID) })
 	d.assert(d.check("kill -9 an ingest node under load"))
+}
+
+// Live resharding under load, as an operator grows the cluster and shrinks
+// it back: a new primary with a replica joins (redis-cli --cluster add-node),
+// takes its share of the slots (rebalance --cluster-use-empty-masters), and
+// gives them all back (rebalance --cluster-weight <new>=0). Slots move while
+// clients still route them to the old owner: the script is answered MOVED or
+// ASK, and storage sends script, WAIT and CLUSTER MYID again to the new owner
+// on one connection. Every 250 must be a write acknowledged after a WAIT on
+// the node that stored it: none without WAIT (every primary has a replica
+// throughout), and at least one redirect seen.
+func TestDrillReshard(t *testing.T) {
+	d := newDrill(t)
+	seed := d.tp.RedisAddrs[0]
+	var took time.Duration
+	d.run(func() {
+		start := time.Now()
+		primary, replica := d.tp.AddRedisNode(), d.tp.AddRedisNode()
+		cli(t, "--cluster", "add-node", primary, seed)
+		waitKnown(t, d, primary)
+		id, _ := d.tp.Redis(primary, "CLUSTER", "MYID")
+		cli(t, "--cluster", "add-node", replica, seed, "--cluster-slave", "--cluster-master-id", id)
+		waitSynced(t, d, replica)
+		cli(t, "--cluster", "rebalance", seed, "--cluster-use-empty-masters")
+		cli(t, "--cluster", "rebalance", seed, "--cluster-weight", id+"=0")
+		took = time.Since(start)
+		t.Logf("resharding took %v", took.Round(time.Millisecond))
+	})
+	// Refusals (TRYAGAIN on a slot mid-migration) may come at any time of the
+	// resharding: the windows are bounded by its length plus the target.
+	d.bound = took + failoverBound()
+	r := d.check("reshard: add a primary + replica, rebalance, move slots back")
+	d.assert(r)
+	w := d.durableWrites(r)
+	if w["acked_no_wait"] != 0 {
+		t.Errorf("%v writes acknowledged without WAIT; every primary had a replica", w["acked_no_wait"])
+	}
+	if w["acked_waited"] < float64(r.accepted) {
+		t.Errorf("%v writes acknowledged after WAIT on the storing node for %d 250s", w["acked_waited"], r.accepted)
+	}
+	if w["redirected"] == 0 {
+		t.Log("no write was redirected: the clients learned every move before writing to it")
+	}
+}
+
+func cli(t *testing.T, args ...string) {
+	t.Helper()
+	out, err := exec.Command("redis-cli", args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("redis-cli %v: %v\n%s", args, err, out)
+	}
+}
+
+// waitKnown waits until every node of the cluster knows addr.
+func waitKnown(t *testing.T, d *drill, addr string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ok := true
+		for _, a := range d.tp.RedisAddrs {
+			out, _ := d.tp.Redis(a, "CLUSTER", "NODES")
+			if !strings.Contains(out, addr+"@") {
+				ok = false
+			}
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not known to the cluster after 30 s", addr)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// waitSynced waits until the replica at addr has finished its first sync.
+func waitSynced(t *testing.T, d *drill, addr string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out, _ := d.tp.Redis(addr, "INFO", "replication")
+		if strings.Contains(out, "master_link_status:up") && strings.Contains(out, "master_sync_in_progress:0") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("replica %s not in sync after 30 s", addr)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }

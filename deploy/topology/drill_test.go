@@ -369,14 +369,18 @@ func (d *drill) check(name string) result {
 		}
 		b.mu.Unlock()
 	}
+	var lost []string
 	d.acceptedMu.Lock()
 	for subject := range d.acceptedSubject {
 		if stored[subject] == 0 {
-			r.lost++
-			d.note("lost after 250: " + subject)
+			lost = append(lost, subject)
 		}
 	}
 	d.acceptedMu.Unlock()
+	for _, subject := range lost { // note takes acceptedMu
+		r.lost++
+		d.note("lost after 250: " + subject)
+	}
 	for subject, n := range stored {
 		if n > 1 {
 			r.dups += int64(n - 1)

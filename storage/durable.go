@@ -74,11 +74,10 @@ func (s *Store) exec(ctx context.Context, op string, sc durableScript, keys, arg
 	eval := func() rueidis.Completed {
 		return b.Eval().Script(sc.src).Numkeys(n).Key(keys...).Arg(args...).Build()
 	}
-	first := evalsha()
-	slot := first.Slot()
-	need, owner := s.replicasFor(ctx, slot)
+	first := evalsha() // a command is recycled once sent: every attempt builds its own
+	need, owner := s.replicasFor(ctx, first.Slot())
 	if need <= 0 {
-		res := s.client.Do(ctx, evalsha())
+		res := s.client.Do(ctx, first)
 		if err, ok := rueidis.IsRedisErr(res.Error()); ok && err.IsNoScript() {
 			res = s.client.Do(ctx, eval())
 		}

@@ -131,6 +131,19 @@ func (s *Store) exec(ctx context.Context, op string, sc durableScript, keys, arg
 	dc, release := s.client.Dedicate()
 	res := send(func(c ...rueidis.Completed) []rueidis.RedisResult { return dc.DoMulti(ctx, c...) }, false)
 	release()
+	if err, ok := rueidis.IsRedisErr(res[0].Error()); ok && err.IsClusterDown() && owner != "" {
+		// The node rueidis routes the slot to is a primary cut off in a
+		// minority, while our view, read from a node that reports
+		// cluster_state:ok, names the primary the majority promoted (rueidis
+		// may have taken its map from the cut node itself). The script did
+		// not run: send the batch to that primary.
+		if addr := s.topo.addr(owner); addr != "" {
+			if node, known := s.client.Nodes()[addr]; known {
+				s.stats.redirected.Add(1)
+				res = send(func(c ...rueidis.Completed) []rueidis.RedisResult { return node.DoMulti(ctx, c...) }, false)
+			}
+		}
+	}
 	if err, ok := rueidis.IsRedisErr(res[0].Error()); ok {
 		addr, moved := err.IsMoved()
 		askAddr, ask := err.IsAsk()
@@ -230,13 +243,13 @@ func (s *Store) WriteStats() WriteStats {
 // is what a partition looks like from the primary's side, and exactly when
 // a write must not be acknowledged without it.
 func (s *Store) replicasFor(ctx context.Context, slot uint16) (int, string) {
-	switch {
-	case s.cfg.MinReplicas < 0:
+	if s.cfg.MinReplicas < 0 {
 		return 0, ""
-	case s.cfg.MinReplicas > 0:
-		return s.cfg.MinReplicas, ""
 	}
 	n, owner := s.topo.replicas(ctx, s.client, slot)
+	if s.cfg.MinReplicas > 0 {
+		return s.cfg.MinReplicas, owner
+	}
 	return min(1, n), owner
 }
 
@@ -256,7 +269,8 @@ type topology struct {
 type topologyView struct {
 	at     time.Time
 	counts [16384]uint8
-	owners [16384]string // node id of each slot's primary; "" standalone
+	owners [16384]string     // node id of each slot's primary; "" standalone
+	addrs  map[string]string // "ip:port" of each primary holding slots, by id
 }
 
 const topologyTTL = time.Second
@@ -268,6 +282,14 @@ func (t *topology) stale() {
 		cp.at = time.Time{}
 		t.view.Store(&cp)
 	}
+}
+
+// addr is the address of the primary with id in the current view, or "".
+func (t *topology) addr(id string) string {
+	if v := t.view.Load(); v != nil && id != "" {
+		return v.addrs[id]
+	}
+	return ""
 }
 
 func (t *topology) replicas(ctx context.Context, c rueidis.Client, slot uint16) (int, string) {
@@ -301,7 +323,7 @@ func (t *topology) replicas(ctx context.Context, c rueidis.Client, slot uint16) 
 // resharding: 508 deliveries acknowledged without WAIT in one drill run).
 func (t *topology) refresh(ctx context.Context, c rueidis.Client) {
 	v := &topologyView{at: time.Now()}
-	text, err := c.Do(ctx, c.B().ClusterNodes().Build()).ToString()
+	text, err := clusterNodes(ctx, c)
 	if err != nil {
 		if _, ok := rueidis.IsRedisErr(err); ok {
 			t.view.Store(v)
@@ -310,6 +332,7 @@ func (t *topology) refresh(ctx context.Context, c rueidis.Client) {
 	}
 	// RESP3 answers a verbatim string; rueidis keeps its "txt:" format prefix.
 	addrs, failed := parseClusterNodes(strings.TrimPrefix(text, "txt:"), v)
+	v.addrs = addrs
 	nodes := c.Nodes()
 	own := map[string]uint8{} // primary id → replicas it lists itself
 	for id, addr := range addrs {
@@ -354,6 +377,38 @@ func listedReplicas(info string, failed map[string]bool) uint8 {
 		}
 	}
 	return n
+}
+
+// clusterNodes reads CLUSTER NODES from a node that reports cluster_state:ok,
+// trying up to 3 in random order: a primary cut off in a minority still
+// names itself the owner of its slots, but reports cluster_state:fail once
+// it knows it is cut off. With none ok, the last view read.
+func clusterNodes(ctx context.Context, c rueidis.Client) (string, error) {
+	var text string
+	err := errors.New("no redis node known")
+	tried := 0
+	for _, n := range c.Nodes() { // map order: random
+		if tried++; tried > 3 {
+			break
+		}
+		res := n.DoMulti(ctx, n.B().ClusterInfo().Build(), n.B().ClusterNodes().Build())
+		info, err1 := res[0].ToString()
+		nodes, err2 := res[1].ToString()
+		if err = errors.Join(err1, err2); err != nil {
+			if _, ok := rueidis.IsRedisErr(err1); ok {
+				return "", err1 // not a cluster
+			}
+			continue
+		}
+		text = nodes
+		if strings.Contains(info, "cluster_state:ok") {
+			return text, nil
+		}
+	}
+	if text != "" {
+		return text, nil
+	}
+	return "", err
 }
 
 // parseClusterNodes fills v from CLUSTER NODES: lines "<id> <addr> <flags>

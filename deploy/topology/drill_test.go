@@ -132,6 +132,9 @@ type drill struct {
 	// known limit, see TestDrillPartitionPrimary).
 	eventsMayMiss bool
 	tempsBySecond map[int]int // temporary SMTP failures by whole seconds since the fault
+	// smtpFails, apiFails: when each SMTP temporary failure and API 503
+	// happened, since the fault (bounded).
+	smtpFails, apiFails []time.Duration
 }
 
 type box struct {
@@ -273,6 +276,11 @@ func (d *drill) poll(ctx context.Context) {
 			d.http500.Add(1)
 		case 503:
 			d.api503.add(time.Now())
+			d.acceptedMu.Lock()
+			if !d.faultAt.IsZero() && len(d.apiFails) < 100000 {
+				d.apiFails = append(d.apiFails, time.Since(d.faultAt))
+			}
+			d.acceptedMu.Unlock()
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -419,6 +427,9 @@ func (d *drill) tempNote(err error) {
 			d.tempsBySecond = map[int]int{}
 		}
 		d.tempsBySecond[int(since/time.Second)]++
+		if len(d.smtpFails) < 100000 {
+			d.smtpFails = append(d.smtpFails, since)
+		}
 	}
 	if len(d.temps) < 3 {
 		d.temps = append(d.temps, line)
@@ -542,11 +553,26 @@ func TestDrillPartitionPrimary(t *testing.T) {
 				cut = 8 * time.Second
 			}
 			d.bound = cut + failoverBound()
-			primary, _ := d.tp.PrimaryFor("mf:{" + strings.SplitN(d.boxes[0].addr, "@", 2)[0] + "}:box")
+			primary, replica := d.tp.PrimaryFor("mf:{" + strings.SplitN(d.boxes[0].addr, "@", 2)[0] + "}:box")
+			promoted := make(chan time.Duration, 1)
 			d.run(func() {
 				heal := d.tp.Partition(primary)
 				time.AfterFunc(cut, heal)
+				go func() { // when the replica is a primary, as it sees itself
+					for start := time.Now(); time.Since(start) < cut; time.Sleep(100 * time.Millisecond) {
+						if role, _ := d.tp.Redis(replica, "ROLE"); strings.HasPrefix(role, "master") {
+							promoted <- time.Since(start)
+							return
+						}
+					}
+				}()
 			})
+			select {
+			case at := <-promoted:
+				d.recovery(at, cut)
+			default:
+				t.Errorf("the replica %s was not promoted during the %v cut", replica, cut)
+			}
 			// The cut held: the majority failed the old primary over.
 			if role, _ := d.tp.Redis(primary, "ROLE"); !strings.HasPrefix(role, "slave") {
 				t.Errorf("the cut primary %s is still %q after the cut: the partition leaked", primary, strings.SplitN(role, "\n", 2)[0])
@@ -562,6 +588,29 @@ func TestDrillPartitionPrimary(t *testing.T) {
 			}
 		})
 	}
+}
+
+// recovery logs how soon after the promoted replica was visible (ROLE
+// master, polled every 100 ms) the SMTP refusals and API 503s stopped,
+// before the heal at cut.
+func (d *drill) recovery(promoted, cut time.Duration) {
+	d.acceptedMu.Lock()
+	defer d.acceptedMu.Unlock()
+	sum := func(fails []time.Duration) (last time.Duration, late int) {
+		for _, f := range fails {
+			if f < cut && f > last {
+				last = f
+			}
+			if f > promoted+time.Second && f < cut {
+				late++
+			}
+		}
+		return last, late
+	}
+	ls, ns := sum(d.smtpFails)
+	la, na := sum(d.apiFails)
+	d.t.Logf("drill recovery | promoted at +%.1fs | last SMTP refusal before the heal +%.1fs, %d more than 1 s after promotion | last API 503 before the heal +%.1fs, %d more than 1 s after promotion |",
+		promoted.Seconds(), ls.Seconds(), ns, la.Seconds(), na)
 }
 
 // durableWrites logs, and with MAYFLY_DRILL_REPORT appends to that file,

@@ -248,3 +248,26 @@ func TestOversizeBodiesCount(t *testing.T) {
 		u.want(u.do("GET", "/domains", ""), 429, "RATE_LIMITED")
 	})
 }
+
+// TestSilentConnectionClosed: a connection on which no request comes within
+// ReadTimeout (an HTTP client's spare connection) is closed without an
+// answer. An answer would be read as the answer to the next request the
+// client sends on it (Go logs "Unsolicited response on idle HTTP channel").
+func TestSilentConnectionClosed(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(c *edge.Config, _ *ratelimit.Config) { c.ReadTimeout = 300 * time.Millisecond })
+	conn, err := net.Dial("tcp", strings.TrimPrefix(strings.TrimSuffix(e.base, "/v1"), "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	start := time.Now()
+	got, err := io.ReadAll(conn)
+	if len(got) != 0 {
+		t.Fatalf("an idle new connection got %q, want no bytes", got)
+	}
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatalf("the connection was still open after %v", time.Since(start))
+	}
+}

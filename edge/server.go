@@ -217,6 +217,16 @@ func (s *Server) handleTransportError(ctx *fasthttp.RequestCtx, err error) {
 		ctx.SetConnectionClose()
 		return
 	}
+	if isTimeout(err) {
+		// No request came within ReadTimeout: a connection an HTTP client
+		// opened and kept spare, or one that stalled. It is closed without
+		// an answer, as fasthttp closes an idle keep-alive connection: an
+		// answer nobody asked for is read by the client as the answer to
+		// the next request it sends on that connection (Go's transport logs
+		// "Unsolicited response on idle HTTP channel").
+		_ = ctx.Conn().Close()
+		return
+	}
 	start := time.Now()
 	setRequestID(ctx)
 	setCommonHeaders(ctx)
@@ -230,6 +240,12 @@ func (s *Server) handleTransportError(ctx *fasthttp.RequestCtx, err error) {
 		return
 	}
 	writeError(ctx, errMalformed)
+}
+
+// isTimeout reports a read deadline that passed.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // conflictingLength reports a request that carries both Transfer-Encoding

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/mayfly/mayfly/edge"
 	"github.com/mayfly/mayfly/ratelimit"
 	"github.com/mayfly/mayfly/storage"
@@ -429,5 +430,42 @@ func TestShutdownEndsStreams(t *testing.T) {
 	}
 	for _, s := range streams {
 		s.waitEnd(t, time.Second)
+	}
+}
+
+// TestEventsLostPublicationCaughtUp: a message stored without its
+// publication reaching the stream (as when the stream's subscription sits on
+// a primary cut off from the cluster while the promoted replica stores the
+// deliveries) still reaches the open stream within a heartbeat.
+func TestEventsLostPublicationCaughtUp(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(c *edge.Config, _ *ratelimit.Config) { c.Heartbeat = 200 * time.Millisecond })
+	u := e.newUser("")
+	m := u.open()
+	s, _ := u.openStream()
+	<-s.events // retry
+	addr := m["address"].(string)
+	published := e.deliver(addr, "published")
+	assertMessageEvent(t, s.next(t, 5*time.Second), published)
+	// The same entry the delivery script wrote, under another id and
+	// subject, added without a publication.
+	key := e.prefix + ":{" + strings.SplitN(addr, "@", 2)[0] + "}:msgs"
+	ctx := context.Background()
+	entries, err := e.client.Do(ctx, e.client.B().Xrange().Key(key).Start("-").End("+").Build()).AsXRange()
+	if err != nil || len(entries) != 1 {
+		t.Fatalf("XRANGE %s: %v %v", key, entries, err)
+	}
+	var sum map[string]any
+	if err := json.Unmarshal([]byte(entries[0].FieldValues["j"]), &sum); err != nil {
+		t.Fatal(err)
+	}
+	id := uuid.New().String()
+	sum["id"], sum["subject"] = id, "never published"
+	j, _ := json.Marshal(sum)
+	if err := e.client.Do(ctx, e.client.B().Xadd().Key(key).Id("*").FieldValue().FieldValue("j", string(j)).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	if ev := s.next(t, 3*time.Second); !strings.Contains(ev.data, id) || !strings.Contains(ev.data, "never published") {
+		t.Fatalf("event %+v, want the unpublished message %s", ev, id)
 	}
 }

@@ -63,23 +63,25 @@ func loadEntry(path, name string) (client.State, bool, error) {
 // Unless create is set, it only updates the entry of the same inbox: one
 // that another invocation deleted or replaced meanwhile stays so.
 func saveEntry(path, name string, st client.State, create bool) error {
-	unlock, err := lockJar(path)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	j, err := loadJar(path)
-	if err != nil {
-		return err
-	}
-	if cur, ok := j.Inboxes[name]; !create && (!ok || cur.Mailbox.ID != st.Mailbox.ID) {
-		return nil
-	}
-	j.Inboxes[name] = st
-	return writeJar(path, j)
+	return updateJar(path, func(j *jarFile) bool {
+		if cur, ok := j.Inboxes[name]; !create && (!ok || cur.Mailbox.ID != st.Mailbox.ID) {
+			return false
+		}
+		j.Inboxes[name] = st
+		return true
+	})
 }
 
 func removeEntry(path, name string) error {
+	return updateJar(path, func(j *jarFile) bool {
+		delete(j.Inboxes, name)
+		return true
+	})
+}
+
+// updateJar reads the jar, lets change edit it, and writes it back if change
+// says so (an empty jar is removed), all under the jar's lock.
+func updateJar(path string, change func(*jarFile) bool) error {
 	unlock, err := lockJar(path)
 	if err != nil {
 		return err
@@ -89,7 +91,9 @@ func removeEntry(path, name string) error {
 	if err != nil {
 		return err
 	}
-	delete(j.Inboxes, name)
+	if !change(&j) {
+		return nil
+	}
 	if len(j.Inboxes) == 0 {
 		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("jar: %w", err)

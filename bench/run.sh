@@ -3,9 +3,12 @@
 #
 # Installs what is missing (deploy/install-deps.sh), builds bin/mayfly and the
 # load tools of bench/ (k6 and vegeta at the versions pinned in bench/go.mod),
-# starts a throwaway 3-master Redis Cluster, runs bench/cmd/benchrun against
-# it and always tears the cluster down. benchrun starts and stops the mayfly
-# nodes and the reference servers itself.
+# starts a throwaway 3-master Redis Cluster and a second one of 3 primaries
+# with a replica each (AR and DR: the production shape), runs
+# bench/cmd/benchrun against them and always tears both down. benchrun
+# starts and stops the mayfly nodes and the reference servers itself.
+# Mailpit (the peer of D, pinned in bench/peers/go.mod) is built from the Go
+# module proxy when it can be; a failed build only leaves it out.
 #
 # full writes bench/RESULTS.md; tiny (what CI runs: every scenario once, for a
 # second or two, at small sizes) writes its table to the log dir only.
@@ -33,6 +36,13 @@ go build -o bin/mayfly ./cmd/mayfly
 	go build -o bin/vegeta github.com/tsenart/vegeta/v12
 )
 log "built mayfly and the load tools in $(($(ms) - t0)) ms"
+t0=$(ms)
+if (cd bench/peers && go build -o ../bin/mailpit github.com/axllent/mailpit); then
+	log "built mailpit in $(($(ms) - t0)) ms"
+else
+	rm -f bench/bin/mailpit
+	log "warning: mailpit did not build; D runs without it"
+fi
 
 logs=$(mktemp -d "${TMPDIR:-/tmp}/mayfly-bench.XXXXXX")
 MAYFLY_CLUSTER_DIR="$logs/cluster"
@@ -43,6 +53,7 @@ teardown() {
 	local rc=$?
 	trap - EXIT INT TERM
 	bash "$repo/deploy/cluster.sh" down || true
+	MAYFLY_CLUSTER_DIR="$logs/cluster-r" bash "$repo/deploy/cluster.sh" down || true
 	log "logs and tool output kept in $logs"
 	exit "$rc"
 }
@@ -52,6 +63,12 @@ trap 'exit 143' TERM
 
 addrs=$(bash "$repo/deploy/cluster.sh" up)
 log "cluster $addrs up"
+raddrs=
+if [[ -z ${BENCH_ONLY:-} || ,${BENCH_ONLY^^}, == *,AR,* || ,${BENCH_ONLY^^}, == *,DR,* ]]; then
+	mkdir -p "$logs/cluster-r"
+	raddrs=$(MAYFLY_CLUSTER_DIR="$logs/cluster-r" MAYFLY_CLUSTER_REPLICAS=1 bash "$repo/deploy/cluster.sh" up)
+	log "replicated cluster $raddrs up"
+fi
 
 # 10,000 event streams need as many descriptors in the edge and the load tool.
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
@@ -59,5 +76,5 @@ ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 
 out=
 [[ $scale == full && -z ${BENCH_ONLY:-} ]] && out=bench/RESULTS.md
-bench/bin/benchrun -redis "$addrs" -mayfly bin/mayfly -tools bench/bin -scale "$scale" \
+bench/bin/benchrun -redis "$addrs" ${raddrs:+-redis-replicated "$raddrs"} -mayfly bin/mayfly -tools bench/bin -scale "$scale" \
 	-logs "$logs" -out "$out" ${BENCH_ONLY:+-only "$BENCH_ONLY"} ${BENCH_PROFILE:+-profile}

@@ -80,7 +80,8 @@ func totalCPU(snaps []redisSnap) float64 {
 type opRun struct {
 	nodes         []redisSnap // per node, per op: cpu in µs, reads, writes, calls
 	reads, writes float64
-	calls, usec   map[string]float64 // calls per op; usec per call (all nodes)
+	calls, usec   map[string]float64 // calls per op; usec per call (primaries)
+	replicated    float64            // commands per op the replicas ran (the primaries' effects)
 }
 
 // perOp turns two snapshots into a per-operation budget.
@@ -94,13 +95,19 @@ func perOp(before, after []redisSnap, ops int) opRun {
 			reads: (a.reads - b.reads) / n, writes: (a.writes - b.writes) / n}
 		r.reads += node.reads
 		r.writes += node.writes
+		r.nodes = append(r.nodes, node)
+		if a.role == "replica" {
+			for cmd, c := range a.calls {
+				r.replicated += (c - b.calls[cmd]) / n
+			}
+			continue
+		}
 		for cmd, c := range a.calls {
 			if d := c - b.calls[cmd]; d > 0 {
 				r.calls[cmd] += d / n
 				totalUsec[cmd] += a.usec[cmd] - b.usec[cmd]
 			}
 		}
-		r.nodes = append(r.nodes, node)
 	}
 	for cmd, u := range totalUsec {
 		r.usec[cmd] = u / (r.calls[cmd] * n)
@@ -196,6 +203,8 @@ func (t *opTable) markdown() string {
 	slices.SortFunc(cmds, func(a, b string) int {
 		return cmpFloat(calls[b]*usec[b], calls[a]*usec[a])
 	})
+	// EXEC and EVALSHA's time includes the commands they ran, which are
+	// listed too: the shares rank, they do not add up to a cost.
 	w("\n| command | calls per op | wall µs per call (ranks only) | share of command time |\n|---|---:|---:|---:|\n")
 	wall := 0.0
 	for _, c := range cmds {
@@ -212,6 +221,13 @@ func (t *opTable) markdown() string {
 		w("| `%s` | %s | %s | %.0f %% |\n", c, num(calls[c]), num(usec[c]), share)
 	}
 	w("| all | %s | | |\n", num(total))
+	if rep := t.runs[0].replicated; rep > 0 {
+		vs := make([]float64, len(t.runs))
+		for j, r := range t.runs {
+			vs[j] = r.replicated
+		}
+		w("\nThe commands are the primaries'; the replicas ran %s commands per op (the writes' effects, replicated).\n", num(medianOf(vs)))
+	}
 	return s.String()
 }
 

@@ -217,7 +217,7 @@ func (b *bench) markdown(elapsed time.Duration) string {
 		}
 		w("| %s | %s | %s %s | %s | %s |\n", f.scenario, f.name, num(f.judged()), f.unit, f.target, mark)
 	}
-	for _, sc := range []string{"R", "A", "B", "AR", "C", "D", "DR", "E", "F", "G", "M"} {
+	for _, sc := range []string{"R", "A", "B", "AR", "C", "D", "DR", "E", "F", "F50", "G", "M"} {
 		var fs []*figure
 		for _, f := range b.figures {
 			if f.scenario == sc {

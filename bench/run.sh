@@ -82,6 +82,6 @@ ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 (($(ulimit -n) >= 12000)) || log "warning: ulimit -n is $(ulimit -n); scenario F needs about 10,100 descriptors"
 
 out=
-[[ $scale == full && -z ${BENCH_ONLY:-} ]] && out=bench/RESULTS.md
+[[ $scale == full && -z ${BENCH_ONLY:-} && -z ${BENCH_RUNS:-} ]] && out=bench/RESULTS.md
 bench/bin/benchrun -redis "$addrs" ${raddrs:+-redis-replicated "$raddrs"} -mayfly bin/mayfly -tools bench/bin -scale "$scale" \
-	-logs "$logs" -out "$out" ${BENCH_ONLY:+-only "$BENCH_ONLY"} ${BENCH_PROFILE:+-profile}
+	-logs "$logs" -out "$out" ${BENCH_ONLY:+-only "$BENCH_ONLY"} ${BENCH_PROFILE:+-profile} ${BENCH_RUNS:+-runs "$BENCH_RUNS"}

@@ -107,6 +107,7 @@ func main() {
 		scaleF = flag.String("scale", "full", "full, or tiny (CI: once, briefly, small)")
 		only   = flag.String("only", "", "run only these scenarios, comma separated (e.g. A,D)")
 		logs   = flag.String("logs", "", "directory for server logs and tool output (empty: a temp dir)")
+		runs   = flag.Int("runs", 0, "runs per scenario (0: the scale's; a quick look at a change, never for RESULTS.md)")
 		prof   = flag.Bool("profile", false, "take CPU profiles of the nodes (pprof on their admin listener) during the first run of A, B and D (1/conn, c=32), and Redis command stats, into the log dir")
 	)
 	flag.Parse()
@@ -114,6 +115,9 @@ func main() {
 	if !ok || *redis == "" {
 		fmt.Fprintln(os.Stderr, "usage: benchrun -redis addrs [-scale full|tiny] [-out RESULTS.md]")
 		os.Exit(2)
+	}
+	if *runs > 0 {
+		sc.runs = *runs
 	}
 	b := &bench{sc: sc, redis: strings.Split(*redis, ","), mayfly: *mayfly, tools: *tools, logs: *logs, profile: *prof}
 	if *redisR != "" {

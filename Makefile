@@ -67,8 +67,9 @@ cluster-down:
 cluster-demo:
 	bash deploy/topology.sh demo
 
-# Every failover drill of deploy/README.md, with longer load (about 3
-# minutes); prints the table. `make test` runs the two short ones.
+# Every failover drill of deploy/README.md, with longer load (about 6
+# minutes, the reshard drill included); prints the table. `make test` runs
+# the three short ones (primary kill, mid-DATA ingest kill, partition).
 drill: build
 	bash deploy/install-deps.sh
 	MAYFLY_DRILL=full go test -tags drill -count=1 -timeout 20m -v -run 'Drill' ./deploy/topology/ | grep -E '^(\||---|ok|FAIL|    (flood_)?drill_)'

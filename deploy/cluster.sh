@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# cluster.sh up|down|addrs — a throwaway 3-master Redis Cluster on loopback for
+# cluster.sh up|down|addrs|node — a throwaway 3-master Redis Cluster on loopback for
 # tests and local runs. Nothing is saved to disk that outlives `down`.
 #
 # MAYFLY_CLUSTER_REPLICAS (default 0) gives each primary that many replicas
 # (deploy/topology.sh uses 1); MAYFLY_CLUSTER_NODE_TIMEOUT (ms, default 5000)
 # is cluster-node-timeout, how long a node may be silent before it is failed
-# over.
+# over. MAYFLY_CLUSTER_CGROUP, a directory in the cgroup v2 hierarchy (root
+# only), starts each node in a cgroup of its own, $MAYFLY_CLUSTER_CGROUP/
+# node-<port>, so that `iptables -m cgroup --path` matches every socket the
+# node ever opens (the partition drill of deploy/README.md); `down` removes
+# them.
 #
 # A cluster like a managed Redis (AUTH and TLS):
 #   MAYFLY_CLUSTER_PASSWORD   every node gets requirepass and masterauth (from
@@ -48,7 +52,7 @@ if [[ -n ${MAYFLY_CLUSTER_PASSWORD:-} ]]; then
 	export REDISCLI_AUTH=$MAYFLY_CLUSTER_PASSWORD
 fi
 
-usage() { die "usage: $0 up|down|addrs"; }
+usage() { die "usage: $0 up|down|addrs|node"; }
 
 # cluster_dir: the dir of the current cluster, or nothing.
 cluster_dir() {
@@ -92,6 +96,11 @@ cmd_down() {
 			stop_pid "$pid" "$dir" &
 		done
 		wait
+		if [[ -s $dir/cgroup ]]; then
+			local cg
+			cg=$(cat "$dir/cgroup")
+			rmdir "$cg"/node-* "$cg" 2>/dev/null || true
+		fi
 		rm -rf -- "$dir"
 	fi
 	if [[ -z ${MAYFLY_CLUSTER_DIR:-} ]]; then
@@ -152,16 +161,27 @@ start_node() {
 		# Record the port before starting so `down` finds the node even if we
 		# are stopped before its pidfile exists.
 		printf '%s\n' "$port" >>"$dir/ports"
-		redis-server "${security[@]}" --bind 127.0.0.1 \
-			"${listen[@]/@PORT@/$port}" \
-			--cluster-enabled yes --cluster-config-file "nodes-$port.conf" \
-			--cluster-node-timeout "$NODE_TIMEOUT" \
-			--cluster-replica-validity-factor 0 --repl-diskless-sync-delay 0 \
-			--enable-debug-command local \
-			--save '' --appendonly no \
-			--daemonize yes --dir "$dir" \
-			--pidfile "$pidfile" --logfile "$dir/redis-$port.log" \
-			</dev/null >/dev/null 2>&1 || true
+		local cg=
+		if [[ -n ${MAYFLY_CLUSTER_CGROUP:-} ]]; then
+			cg=$MAYFLY_CLUSTER_CGROUP/node-$port
+			mkdir -p -- "$cg"
+			printf '%s\n' "$MAYFLY_CLUSTER_CGROUP" >"$dir/cgroup"
+		fi
+		# A subshell joins the node's cgroup and becomes the server, whose
+		# daemon child (and every socket it opens) stays in it.
+		(
+			[[ -z $cg ]] || printf '%s\n' "$BASHPID" >"$cg/cgroup.procs"
+			exec redis-server "${security[@]}" --bind 127.0.0.1 \
+				"${listen[@]/@PORT@/$port}" \
+				--cluster-enabled yes --cluster-config-file "nodes-$port.conf" \
+				--cluster-node-timeout "$NODE_TIMEOUT" \
+				--cluster-replica-validity-factor 0 --repl-diskless-sync-delay 0 \
+				--enable-debug-command local \
+				--save '' --appendonly no \
+				--daemonize yes --dir "$dir" \
+				--pidfile "$pidfile" --logfile "$dir/redis-$port.log" \
+				</dev/null >/dev/null 2>&1
+		) || true
 		pid=
 		for ((i = 0; i < 50; i++)); do
 			[[ -s $pidfile ]] && pid=$(cat "$pidfile") && break
@@ -292,8 +312,19 @@ cmd_up() {
 	printf '%s\n' "$addrs"
 }
 
+# cmd_node: starts one more node, not yet in the cluster, beside those of the
+# cluster in its dir (the reshard drill adds a primary and its replica) and
+# prints its port; `down` stops it with the others.
+cmd_node() {
+	local dir
+	dir=$(cluster_dir)
+	[[ -n $dir && -d $dir ]] || die "no cluster is up (run: $0 up)"
+	start_node "$dir"
+}
+
 case ${1:-} in
 up) cmd_up ;;
+node) cmd_node ;;
 down) cmd_down ;;
 addrs) cmd_addrs ;;
 *) usage ;;

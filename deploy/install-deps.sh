@@ -2,7 +2,7 @@
 # install-deps.sh — installs the Debian packages that `make test` and
 # `make run` and `make bench` need beyond Go itself: redis-server,
 # redis-tools (redis-cli, redis-benchmark), swaks, libnet-ssleay-perl (swaks --tls),
-# haproxy and curl; with --checks also systemd (systemd-analyze) and
+# haproxy, curl and iptables; with --checks also systemd (systemd-analyze) and
 # prometheus (promtool). Does nothing when they are all present, so it is cheap to run first
 # thing in every script.
 set -euo pipefail
@@ -21,6 +21,8 @@ command -v swaks >/dev/null || missing+=(swaks)
 # and the failover drills); curl is how the scripts probe readiness.
 command -v haproxy >/dev/null || missing+=(haproxy)
 command -v curl >/dev/null || missing+=(curl)
+# iptables cuts a Redis primary off in the partition drill (root only).
+command -v iptables >/dev/null || [[ -x /usr/sbin/iptables ]] || missing+=(iptables)
 # With --checks (make test, .ci/run): the tools of the deploy artifacts'
 # checks, systemd-analyze verify (units) and promtool (alert rules). Only the
 # tools are used; the prometheus package's service is kept from starting,

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mayfly/mayfly/edge"
+	"github.com/mayfly/mayfly/ratelimit"
 	"github.com/mayfly/mayfly/storage"
 	"github.com/mayfly/mayfly/storage/storagetest"
 )
@@ -56,4 +58,35 @@ func TestEventsSurviveFailover(t *testing.T) {
 	after := e.deliver(addr, "after")
 	assertMessageEvent(t, s.next(t, 10*time.Second), after)
 	s.quiet(t, 300*time.Millisecond) // and nothing twice
+}
+
+// A client whose rate-limit counter lives on a primary that stops answering
+// still reads its mailbox, which lives on another: a read whose limit check
+// cannot reach Redis is served (fails open). A write is refused with 503.
+func TestReadsSurviveTheirRateLimitPrimary(t *testing.T) {
+	t.Parallel()
+	cluster := storagetest.StartCluster(t, 3, 1)
+	client := cluster.Client()
+	prefix := "rlfail"
+	e := serveEnv(t, client, prefix, []option{func(c *edge.Config, _ *ratelimit.Config) { c.RedisTimeout = time.Second }})
+	var u *user
+	var limitPrimary string
+	for {
+		ip := randomIP()
+		u = e.newUser(ip)
+		m := u.open()
+		limitPrimary = cluster.PrimaryFor(prefix + ":rl:{" + ip + "}:create")
+		if cluster.PrimaryFor(prefix+":{"+storage.TagOf(m["address"].(string))+"}:box") != limitPrimary {
+			e.deliver(m["address"].(string), "hello")
+			break
+		}
+	}
+	cluster.Stop(limitPrimary)
+	start := time.Now()
+	r := u.do("GET", "/messages", "")
+	u.want(r, 200, "")
+	if took := time.Since(start); took > 1500*time.Millisecond {
+		t.Errorf("GET /messages took %v with its limit primary frozen, want about half the 1 s Redis budget", took)
+	}
+	u.want(u.do("DELETE", "/messages/00000000-0000-4000-8000-000000000000", ""), 503, "DEPENDENCY_UNAVAILABLE")
 }

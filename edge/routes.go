@@ -2,6 +2,7 @@ package edge
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -113,7 +114,7 @@ func (s *Server) wrap(route string, h handlerFunc) fasthttp.RequestHandler {
 		c, cancel := context.WithTimeout(context.Background(), s.cfg.RedisTimeout)
 		defer cancel()
 		cl := &call{ctx: c, client: s.clientKey(ctx)}
-		d, err := s.limiter.AllowRequest(c, cl.client)
+		d, err := s.allowRequest(ctx, cl)
 		if err == nil && !d.Allowed {
 			err = s.refuse(d)
 		}
@@ -134,6 +135,28 @@ func (s *Server) wrap(route string, h handlerFunc) fasthttp.RequestHandler {
 			}
 		}
 	}
+}
+
+// allowRequest is the per-client request rate check. A read (GET, HEAD)
+// whose check cannot reach Redis is served anyway (fails open): the
+// client's counter lives on one primary, the mailbox on another, and a
+// failed or cut-off primary must not take every reader whose counter it
+// held down with it until the cluster notices. The check of a read gets
+// half of the request's Redis budget, so the read itself keeps the rest.
+// Writes still fail closed (503): creation has its own limits on the same
+// primary, and a write that cannot be counted is not let through.
+func (s *Server) allowRequest(ctx *fasthttp.RequestCtx, cl *call) (ratelimit.Decision, error) {
+	if !ctx.IsGet() && !ctx.IsHead() {
+		return s.limiter.AllowRequest(cl.ctx, cl.client)
+	}
+	c, cancel := context.WithTimeout(cl.ctx, s.cfg.RedisTimeout/2)
+	defer cancel()
+	d, err := s.limiter.AllowRequest(c, cl.client)
+	if err != nil && errors.Is(err, ratelimit.ErrUnavailable) {
+		s.metrics.redisErrors.Inc()
+		return ratelimit.Decision{Allowed: true}, nil
+	}
+	return d, err
 }
 
 // refuse counts a limiter's refusal and returns its API error.

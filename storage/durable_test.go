@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/mayfly/mayfly/storage"
 	"github.com/mayfly/mayfly/storage/storagetest"
+	"github.com/redis/rueidis"
 )
 
 func keyedMessage(subject string) storage.NewMessage {
@@ -188,5 +190,131 @@ func BenchmarkDurableWrites(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// A slot moves to another primary while the client still routes it to the
+// old one: the script is answered MOVED and runs on the new owner, and the
+// WAIT must run there too. The new owner's replica is frozen, so only a WAIT
+// on the new owner fails; the WAIT of the old owner, whose replica is
+// healthy, would pass at once (that is the bug: rueidis resent the script
+// alone and left the WAIT of the same DoMulti with the old node).
+func TestDeliverWaitsOnTheNodeThatRanTheScript(t *testing.T) {
+	t.Parallel()
+	cluster := storagetest.StartCluster(t, 3, 1)
+	opt := storage.ClientOption(cluster.Addrs(), 2*time.Second)
+	opt.ClusterOption.ShardsRefreshInterval = 0 // only a redirect teaches it the new owner
+	client, err := rueidis.NewClient(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(client.Close)
+	prefix := "moved"
+	store := storage.New(client, storage.Config{KeyPrefix: prefix, ReplicaTimeout: 300 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	// Two mailboxes in two slots of one primary: one is moved while its
+	// new owner's replica is frozen, the other while it is healthy.
+	m1, scoped1, err := store.Create(ctx, storage.NewTag(), domain, 10*time.Minute, "o")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := func(m storage.Mailbox) string { return prefix + ":{" + m.Tag() + "}:box" }
+	from := cluster.PrimaryFor(key(m1))
+	var m2 storage.Mailbox
+	for m2.Address == "" || cluster.PrimaryFor(key(m2)) != from || cluster.Redis(from, "CLUSTER", "KEYSLOT", key(m2)) == cluster.Redis(from, "CLUSTER", "KEYSLOT", key(m1)) {
+		if m2, _, err = store.Create(ctx, storage.NewTag(), domain, 10*time.Minute, "o"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, sess1, err := store.Select(ctx, m1.ID, scoped1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []storage.Mailbox{m1, m2} {
+		if _, err := store.Deliver(ctx, m.Address, keyedMessage("before")); err != nil {
+			t.Fatalf("deliver before the move: %v", err)
+		}
+	}
+	var to string
+	var primaries []string
+	for _, a := range cluster.Addrs() {
+		if strings.HasPrefix(cluster.Redis(a, "ROLE"), "master") {
+			primaries = append(primaries, a)
+			if a != from {
+				to = a
+			}
+		}
+	}
+	if to == "" {
+		t.Fatal("no other primary")
+	}
+	before := store.WriteStats()
+
+	cluster.Stop(cluster.ReplicaOf(to))
+	moveSlot(t, cluster, primaries, cluster.Redis(from, "CLUSTER", "KEYSLOT", key(m1)), from, to)
+	_, err = store.Deliver(ctx, m1.Address, keyedMessage("moved"))
+	if !errors.Is(err, storage.ErrNotReplicated) {
+		t.Fatalf("deliver to a moved slot whose new owner's replica is frozen: %v, want ErrNotReplicated", err)
+	}
+	cluster.Cont(cluster.ReplicaOf(to))
+
+	// Healthy: acknowledged after a WAIT on the new owner.
+	moveSlot(t, cluster, primaries, cluster.Redis(from, "CLUSTER", "KEYSLOT", key(m2)), from, to)
+	if s, err := store.Deliver(ctx, m2.Address, keyedMessage("moved")); err != nil || s.Duplicate {
+		t.Fatalf("deliver to a moved slot, healthy replica: %+v, %v", s, err)
+	}
+	after := store.WriteStats()
+	if got := after.Redirected - before.Redirected; got != 2 {
+		t.Errorf("redirected writes = %d, want 2 (both slots moved behind the client's back)", got)
+	}
+	if got := after.AckedWaited - before.AckedWaited; got != 1 {
+		t.Errorf("acknowledged after WAIT = %d, want 1", got)
+	}
+	// The refused one is stored once, on its new owner, when retried.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s, err := store.Deliver(ctx, m1.Address, keyedMessage("moved"))
+		if err == nil {
+			if !s.Duplicate {
+				t.Errorf("retry stored a second copy: %+v", s)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("retry after the replica is back: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	list, _, err := store.Messages(ctx, sess1, storage.Page{Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 2 || list[0].Subject != "moved" || list[1].Subject != "before" {
+		t.Fatalf("messages = %+v, want moved, before: one copy each", list)
+	}
+}
+
+// moveSlot migrates slot from one primary to another as redis-cli --cluster
+// reshard does (IMPORTING, MIGRATING, MIGRATE every key, SETSLOT NODE on
+// every primary), without telling any client.
+func moveSlot(t *testing.T, c *storagetest.Cluster, primaries []string, slot, from, to string) {
+	t.Helper()
+	fromID, toID := c.Redis(from, "CLUSTER", "MYID"), c.Redis(to, "CLUSTER", "MYID")
+	c.Redis(to, "CLUSTER", "SETSLOT", slot, "IMPORTING", fromID)
+	c.Redis(from, "CLUSTER", "SETSLOT", slot, "MIGRATING", toID)
+	host, port, _ := strings.Cut(to, ":")
+	for {
+		keys := strings.Fields(c.Redis(from, "CLUSTER", "GETKEYSINSLOT", slot, "100"))
+		if len(keys) == 0 {
+			break
+		}
+		if out := c.Redis(from, append([]string{"MIGRATE", host, port, "", "0", "5000", "KEYS"}, keys...)...); out != "OK" {
+			t.Fatalf("MIGRATE: %s", out)
+		}
+	}
+	for _, a := range primaries {
+		c.Redis(a, "CLUSTER", "SETSLOT", slot, "NODE", toID)
 	}
 }

@@ -21,8 +21,9 @@ type Config struct {
 	MaxSessions     int    // sessions per mailbox, oldest revoked first; default 16
 	// MinReplicas is how many replicas must acknowledge a delivery or a
 	// creation before it is reported done: 0 (the default) means auto, 1
-	// when the slot's primary has a healthy replica and none otherwise; a
-	// negative value never waits.
+	// when the cluster lists a replica of the slot's primary that it has not
+	// marked failed (however far it lags, or whether its primary reaches
+	// it), none when it lists none; a negative value never waits.
 	MinReplicas int
 	// ReplicaTimeout bounds that wait; past it the write is reported as
 	// ErrNotReplicated. Default 200 ms.
@@ -63,6 +64,7 @@ type Store struct {
 	keys    keys
 	scripts scripts
 	topo    topology
+	stats   writeStats
 }
 
 // New returns a Store on client.

@@ -8,6 +8,7 @@ import (
 	"net/http/pprof"
 	"time"
 
+	"github.com/mayfly/mayfly/storage"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/redis/rueidis"
@@ -47,6 +48,25 @@ func pprofEnabled(mode string, addr net.Addr) bool {
 	}
 	ta, ok := addr.(*net.TCPAddr)
 	return ok && ta.IP.IsLoopback()
+}
+
+// registerWriteStats exports storage's counts of durable writes as
+// mayfly_durable_writes_total{outcome}: the drills compare the 250s they
+// counted with the writes acknowledged after a WAIT on the node that stored
+// them (acked_waited).
+func registerWriteStats(reg prometheus.Registerer, store *storage.Store) {
+	for outcome, get := range map[string]func(storage.WriteStats) int64{
+		"acked_waited":  func(w storage.WriteStats) int64 { return w.AckedWaited },
+		"acked_no_wait": func(w storage.WriteStats) int64 { return w.AckedNoWait },
+		"refused":       func(w storage.WriteStats) int64 { return w.Refused },
+		"redirected":    func(w storage.WriteStats) int64 { return w.Redirected },
+	} {
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name:        "mayfly_durable_writes_total",
+			Help:        "Creations and deliveries by outcome: acked_waited (a replica acknowledged, WAIT on the storing node), acked_no_wait (no replica required), refused (451/503: too few replicas in time), redirected (MOVED/ASK, sent again to the node named).",
+			ConstLabels: prometheus.Labels{"outcome": outcome},
+		}, func() float64 { return float64(get(store.WriteStats())) }))
+	}
 }
 
 // adminMux serves the operator endpoints. It is mounted on MAYFLY_ADMIN_ADDR

@@ -21,7 +21,7 @@ var settings = []setting{
 	{"MAYFLY_REDIS_ADDRS", "127.0.0.1:6379", "Redis addresses, comma separated: one standalone server or any Cluster seeds (detected automatically)"},
 	{"MAYFLY_REDIS_PREFIX", "mf", "prefix of every Redis key Mayfly writes"},
 	{"MAYFLY_REDIS_TIMEOUT", "2s", "budget for the Redis calls of one request; past it the client gets 503 DEPENDENCY_UNAVAILABLE (SMTP: per recipient check or delivery, past it 451 4.3.0)"},
-	{"MAYFLY_REDIS_MIN_REPLICAS", "auto", "replicas that must acknowledge a delivery or a creation before SMTP answers 250 (API: 201); auto: 1 when the mailbox's primary has a healthy replica, else 0; 0 never waits"},
+	{"MAYFLY_REDIS_MIN_REPLICAS", "auto", "replicas that must acknowledge a delivery or a creation before SMTP answers 250 (API: 201); auto: 1 whenever the cluster lists a replica of the mailbox's primary that a majority has not marked failed, however far it lags or whether the primary reaches it (else 451 4.3.0 / 503), and 0 when it lists none (standalone, a cluster without replicas: not durable against losing a primary); N: always N; 0 never waits"},
 	{"MAYFLY_REDIS_REPLICA_TIMEOUT", "200ms", "how long to wait for that acknowledgement; past it SMTP answers 451 4.3.0 (the retry is stored once) and creation 503 DEPENDENCY_UNAVAILABLE"},
 	{"MAYFLY_REDIS_USERNAME", "", "Redis ACL user (AUTH username password); empty: the default user. Needs a password"},
 	{"MAYFLY_REDIS_PASSWORD", "", "Redis password (requirepass or the ACL user's); prefer MAYFLY_REDIS_PASSWORD_FILE for secrets. Never logged"},

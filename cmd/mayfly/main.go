@@ -165,6 +165,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		MaxMailboxBytes: cfg.maxMailboxBytes, MaxMessageBytes: cfg.maxMessageBytes,
 		MinReplicas: cfg.minReplicas, ReplicaTimeout: cfg.replicaTimeout,
 	})
+	registerWriteStats(reg, store)
 	limiter := ratelimit.New(client, ratelimit.Config{
 		KeyPrefix: cfg.redisPrefix, RequestsPerSecond: cfg.ratePerSecond,
 		CreatePerMinute: cfg.createPerMinute, CreatePerHour: cfg.createPerHour, CreatePerDay: cfg.createPerDay,

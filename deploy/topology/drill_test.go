@@ -131,6 +131,14 @@ type drill struct {
 	notes            []string
 	temps, lastTemps []string
 	faultAt          time.Time
+	bound            time.Duration // of the refusal windows, when not failoverBound()
+	// eventsMayMiss: the drill reports events missed without failing (a
+	// known limit, see TestDrillPartitionPrimary).
+	eventsMayMiss bool
+	tempsBySecond map[int]int // temporary SMTP failures by whole seconds since the fault
+	// smtpFails, apiFails: when each SMTP temporary failure and API 503
+	// happened, since the fault (bounded).
+	smtpFails, apiFails []time.Duration
 }
 
 type box struct {
@@ -272,6 +280,11 @@ func (d *drill) poll(ctx context.Context) {
 			d.http500.Add(1)
 		case 503:
 			d.api503.add(time.Now())
+			d.acceptedMu.Lock()
+			if !d.faultAt.IsZero() && len(d.apiFails) < 100000 {
+				d.apiFails = append(d.apiFails, time.Since(d.faultAt))
+			}
+			d.acceptedMu.Unlock()
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -372,14 +385,18 @@ func (d *drill) check(name string) result {
 		}
 		b.mu.Unlock()
 	}
+	var lost []string
 	d.acceptedMu.Lock()
 	for subject := range d.acceptedSubject {
 		if stored[subject] == 0 {
-			r.lost++
-			d.note("lost after 250: " + subject)
+			lost = append(lost, subject)
 		}
 	}
 	d.acceptedMu.Unlock()
+	for _, subject := range lost { // note takes acceptedMu
+		r.lost++
+		d.note("lost after 250: " + subject)
+	}
 	for subject, n := range stored {
 		if n > 1 {
 			r.dups += int64(n - 1)
@@ -387,6 +404,18 @@ func (d *drill) check(name string) result {
 		}
 	}
 	report(d.t, r)
+	d.acceptedMu.Lock()
+	var secs []int
+	for sec := range d.tempsBySecond {
+		secs = append(secs, sec)
+	}
+	sort.Ints(secs)
+	var hist []string
+	for _, sec := range secs {
+		hist = append(hist, fmt.Sprintf("+%ds:%d", sec, d.tempsBySecond[sec]))
+	}
+	d.acceptedMu.Unlock()
+	d.t.Logf("drill SMTP 4xx/drops by second since the fault: %s", strings.Join(hist, " "))
 	return r
 }
 
@@ -395,7 +424,17 @@ func (d *drill) check(name string) result {
 func (d *drill) tempNote(err error) {
 	d.acceptedMu.Lock()
 	defer d.acceptedMu.Unlock()
-	line := fmt.Sprintf("+%.1fs %v", time.Since(d.faultAt).Seconds(), err)
+	since := time.Since(d.faultAt)
+	line := fmt.Sprintf("+%.1fs %v", since.Seconds(), err)
+	if !d.faultAt.IsZero() {
+		if d.tempsBySecond == nil {
+			d.tempsBySecond = map[int]int{}
+		}
+		d.tempsBySecond[int(since/time.Second)]++
+		if len(d.smtpFails) < 100000 {
+			d.smtpFails = append(d.smtpFails, since)
+		}
+	}
 	if len(d.temps) < 3 {
 		d.temps = append(d.temps, line)
 	} else {
@@ -429,12 +468,18 @@ func (d *drill) assert(r result) {
 	if r.http500 != 0 {
 		t.Errorf("%d HTTP 500; want none", r.http500)
 	}
-	if r.missedEvents != 0 {
+	if r.missedEvents != 0 && d.eventsMayMiss {
+		t.Logf("%d stored messages never reached their event stream (known limit of a partition)", r.missedEvents)
+	} else if r.missedEvents != 0 {
 		t.Errorf("%d stored messages never reached their event stream", r.missedEvents)
 	}
+	bound := failoverBound()
+	if d.bound > 0 {
+		bound = d.bound
+	}
 	for _, w := range []float64{r.smtpWindow, r.apiWindow} {
-		if w > failoverBound().Seconds() {
-			t.Errorf("failure window %.1fs; bound %v; SMTP failures: first %q, last %q", w, failoverBound(), d.temps, d.lastTemps)
+		if w > bound.Seconds() {
+			t.Errorf("failure window %.1fs; bound %v; SMTP failures: first %q, last %q", w, bound, d.temps, d.lastTemps)
 			for line := range strings.Lines(d.tp.Logs("haproxy")) {
 				if strings.Contains(line, " is DOWN") || strings.Contains(line, " is UP") {
 					t.Log("haproxy: " + strings.TrimSpace(line))
@@ -476,6 +521,120 @@ func TestDrillKillPrimary(t *testing.T) {
 	pid := d.tp.RedisPID(primary)
 	d.run(func() { d.tp.Kill(pid) })
 	d.assert(d.check("kill -9 a Redis primary"))
+}
+
+// A Redis primary cut off from its replica and from the cluster bus by
+// iptables (Topology.Partition) while Mayfly's nodes still reach it: the
+// minority partition that lost acknowledged messages while a lagging replica
+// stopped being waited for. The cut primary's WAIT fails (451) until the
+// majority promotes its replica; it heals after cut, rejoins as a replica
+// and full-resyncs, dropping what it took during the cut, none of which was
+// acknowledged. Runs in `make test` (short); `make drill` runs it longer,
+// and MAYFLY_DRILL_PARTITION_RUNS times.
+//
+// The refusal windows here span the cut and the old primary's resync after
+// it heals (its new primary waits for it again), so their bound is the cut
+// plus the usual failover target.
+//
+// Known limit, reported and not failed: an edge whose event subscription
+// (SSUBSCRIBE) sits on the cut primary is never told that the slot moved
+// (the node is reachable, and becomes a replica of the new primary at the
+// heal, where sharded pub/sub reaches it again), so events published on
+// the new primary in between are not pushed to that stream, and no
+// resubscription triggers the catch-up read. The messages are stored; a
+// reconnecting client or GET /messages sees them.
+func TestDrillPartitionPrimary(t *testing.T) {
+	if os.Geteuid() != 0 && os.Getenv("CI") == "" {
+		t.Skip("the partition drill needs root (iptables, cgroups); CI runs it")
+	}
+	runs, _ := strconv.Atoi(os.Getenv("MAYFLY_DRILL_PARTITION_RUNS"))
+	for i := range max(1, runs) {
+		t.Run(strconv.Itoa(i+1), func(t *testing.T) {
+			d := newDrill(t)
+			d.eventsMayMiss = true
+			cut := 6 * time.Second
+			if drillFull() {
+				cut = 8 * time.Second
+			}
+			d.bound = cut + failoverBound()
+			primary, replica := d.tp.PrimaryFor("mf:{" + strings.SplitN(d.boxes[0].addr, "@", 2)[0] + "}:box")
+			promoted := make(chan time.Duration, 1)
+			d.run(func() {
+				heal := d.tp.Partition(primary)
+				time.AfterFunc(cut, heal)
+				go func() { // when the replica is a primary, as it sees itself
+					for start := time.Now(); time.Since(start) < cut; time.Sleep(100 * time.Millisecond) {
+						if role, _ := d.tp.Redis(replica, "ROLE"); strings.HasPrefix(role, "master") {
+							promoted <- time.Since(start)
+							return
+						}
+					}
+				}()
+			})
+			select {
+			case at := <-promoted:
+				d.recovery(at, cut)
+			default:
+				t.Errorf("the replica %s was not promoted during the %v cut", replica, cut)
+			}
+			// The cut held: the majority failed the old primary over.
+			if role, _ := d.tp.Redis(primary, "ROLE"); !strings.HasPrefix(role, "slave") {
+				t.Errorf("the cut primary %s is still %q after the cut: the partition leaked", primary, strings.SplitN(role, "\n", 2)[0])
+			}
+			r := d.check(fmt.Sprintf("partition a Redis primary for %v", cut))
+			d.assert(r)
+			w := d.durableWrites(r)
+			// Every 250 was a write acknowledged after a WAIT on the node
+			// that stored it, or one stored where no replica was listed (the
+			// promoted replica, until the old primary rejoins it).
+			if got := w["acked_waited"] + w["acked_no_wait"]; got < float64(r.accepted) {
+				t.Errorf("%v acknowledged writes for %d 250s", got, r.accepted)
+			}
+		})
+	}
+}
+
+// recovery logs how soon after the promoted replica was visible (ROLE
+// master, polled every 100 ms) the SMTP refusals and API 503s stopped,
+// before the heal at cut.
+func (d *drill) recovery(promoted, cut time.Duration) {
+	d.acceptedMu.Lock()
+	defer d.acceptedMu.Unlock()
+	sum := func(fails []time.Duration) (last time.Duration, late int) {
+		for _, f := range fails {
+			if f < cut && f > last {
+				last = f
+			}
+			if f > promoted+time.Second && f < cut {
+				late++
+			}
+		}
+		return last, late
+	}
+	ls, ns := sum(d.smtpFails)
+	la, na := sum(d.apiFails)
+	d.t.Logf("drill recovery | promoted at +%.1fs | last SMTP refusal before the heal +%.1fs, %d more than 1 s after promotion | last API 503 before the heal +%.1fs, %d more than 1 s after promotion |",
+		promoted.Seconds(), ls.Seconds(), ns, la.Seconds(), na)
+}
+
+// durableWrites logs, and with MAYFLY_DRILL_REPORT appends to that file,
+// the ingest nodes' mayfly_durable_writes_total beside the drill's 250s: how
+// many were acknowledged after a WAIT answered by the node that ran the
+// script (storage refuses any other), how many without a WAIT (no replica
+// listed), refused, and redirected (MOVED/ASK, sent again to the new owner).
+func (d *drill) durableWrites(r result) map[string]float64 {
+	w := d.tp.DurableWrites()
+	row := fmt.Sprintf("| %s | %d | %.0f | %.0f | %.0f | %.0f |", r.name, r.accepted,
+		w["acked_waited"], w["acked_no_wait"], w["refused"], w["redirected"])
+	d.t.Log("drill durable | name | 250s | acked after WAIT on the storing node | acked without WAIT (no replica listed) | refused (451) | redirected |")
+	d.t.Log("drill durable " + row)
+	if f := os.Getenv("MAYFLY_DRILL_REPORT"); f != "" {
+		if fh, err := os.OpenFile(f+".durable", os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+			fmt.Fprintln(fh, row)
+			fh.Close()
+		}
+	}
+	return w
 }
 
 // One transaction stopped in the middle of DATA by the death of its ingest

@@ -7,6 +7,7 @@ package topology
 import (
 	"bufio"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -80,6 +81,10 @@ func Start(t testing.TB, env ...string) *Topology {
 	}
 	cmd := exec.Command("bash", filepath.Join(repoRoot(), "deploy", "topology.sh"), "up")
 	cmd.Env = append(append(os.Environ(), "MAYFLY_BIN="+bin), env...)
+	if root := cgroupRoot(); root != "" {
+		// Each Redis node in a cgroup of its own, for Partition.
+		cmd.Env = append(cmd.Env, "MAYFLY_CLUSTER_CGROUP="+filepath.Join(root, fmt.Sprintf("mayfly-drill-%d-%d", os.Getpid(), time.Now().UnixNano())))
+	}
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -253,4 +258,141 @@ func (tp *Topology) dumpLogs() {
 		}
 		tp.t.Logf("--- last lines of %s.log:\n%s", n, strings.Join(lines, "\n"))
 	}
+}
+
+// cgroupRoot is the mount point of the cgroup v2 hierarchy when this process
+// may create cgroups there (root), else "".
+func cgroupRoot() string {
+	if os.Geteuid() != 0 {
+		return ""
+	}
+	b, err := os.ReadFile("/proc/self/mounts")
+	if err != nil {
+		return ""
+	}
+	for line := range strings.Lines(string(b)) {
+		f := strings.Fields(line)
+		if len(f) >= 4 && f[2] == "cgroup2" && strings.HasPrefix(f[3], "rw") {
+			return f[1]
+		}
+	}
+	return ""
+}
+
+// Partition cuts the Redis primary at addr off as a minority partition
+// would, with iptables on lo, and leaves every client connection to it
+// untouched (so Mayfly's nodes still reach the old primary, the dangerous
+// case). Cut, in both directions:
+//   - its cluster bus port: every link other nodes have open to it, and any
+//     they open during the cut;
+//   - every connection the node itself opened or opens (its outgoing bus
+//     links, matched by its cgroup, which holds every socket it ever made);
+//   - the replication link of each of its replicas (their connections to
+//     its client port, matched by the replica's cgroup and conntrack'd, so
+//     the primary's side of the stream is dropped too).
+//
+// It returns heal, which removes the cut; the test's cleanup heals too.
+func (tp *Topology) Partition(addr string) (heal func()) {
+	tp.t.Helper()
+	cgFile, err := os.ReadFile(filepath.Join(tp.Dir, "redis", "cgroup"))
+	root := cgroupRoot()
+	if err != nil || root == "" {
+		tp.t.Fatalf("Partition needs root and a writable cgroup v2 hierarchy (the Redis nodes run without cgroups of their own): %v", err)
+	}
+	cg := strings.TrimPrefix(strings.TrimSpace(string(cgFile)), root)
+	_, port, _ := strings.Cut(addr, ":")
+	p, _ := strconv.Atoi(port)
+	bus := strconv.Itoa(p + 10000)
+	myID, err := tp.Redis(addr, "CLUSTER", "MYID")
+	if err != nil {
+		tp.t.Fatalf("CLUSTER MYID %s: %v", addr, err)
+	}
+	nodes, err := tp.Redis(addr, "CLUSTER", "NODES")
+	if err != nil {
+		tp.t.Fatalf("CLUSTER NODES %s: %v", addr, err)
+	}
+	var replicaPorts []string
+	for line := range strings.Lines(nodes) {
+		f := strings.Fields(line)
+		if len(f) >= 4 && strings.Contains(f[2], "slave") && f[3] == myID {
+			a, _, _ := strings.Cut(f[1], "@")
+			_, rp, _ := strings.Cut(a, ":")
+			replicaPorts = append(replicaPorts, rp)
+		}
+	}
+	if len(replicaPorts) == 0 {
+		tp.t.Fatalf("%s has no replica to cut it from", addr)
+	}
+	chain := "MFDRILL-" + port
+	mark := fmt.Sprintf("0x%x", 0x4d460000|p&0xffff)
+	rules := [][]string{
+		{"-N", chain},
+		{"-A", chain, "-p", "tcp", "--dport", bus, "-j", "DROP"},
+		{"-A", chain, "-p", "tcp", "--sport", bus, "-j", "DROP"},
+		{"-A", chain, "-m", "cgroup", "--path", cg + "/node-" + port, "-p", "tcp", "!", "--sport", port, "-j", "DROP"},
+	}
+	for _, rp := range replicaPorts {
+		rules = append(rules, []string{"-A", chain, "-m", "cgroup", "--path", cg + "/node-" + rp, "-p", "tcp", "--dport", port, "-j", "CONNMARK", "--set-mark", mark})
+	}
+	rules = append(rules,
+		[]string{"-A", chain, "-m", "connmark", "--mark", mark, "-j", "DROP"},
+		[]string{"-I", "OUTPUT", "1", "-j", chain})
+	var once sync.Once
+	heal = func() {
+		once.Do(func() {
+			for _, r := range [][]string{{"-D", "OUTPUT", "-j", chain}, {"-F", chain}, {"-X", chain}} {
+				_ = exec.Command("iptables", append([]string{"-w"}, r...)...).Run()
+			}
+		})
+	}
+	tp.t.Cleanup(heal)
+	for _, r := range rules {
+		if out, err := exec.Command("iptables", append([]string{"-w"}, r...)...).CombinedOutput(); err != nil {
+			heal()
+			tp.t.Fatalf("iptables %v: %v\n%s", r, err, out)
+		}
+	}
+	return heal
+}
+
+// DurableWrites sums mayfly_durable_writes_total{outcome} over the ingest
+// nodes: outcome → count.
+func (tp *Topology) DurableWrites() map[string]float64 {
+	tp.t.Helper()
+	out := map[string]float64{}
+	for _, n := range tp.Ingests {
+		res, err := http.Get("http://" + n.Admin + "/metrics")
+		if err != nil {
+			tp.t.Fatalf("metrics of %s: %v", n.Admin, err)
+		}
+		sc := bufio.NewScanner(res.Body)
+		for sc.Scan() {
+			rest, ok := strings.CutPrefix(sc.Text(), `mayfly_durable_writes_total{outcome="`)
+			if !ok {
+				continue
+			}
+			outcome, value, _ := strings.Cut(rest, `"} `)
+			v, _ := strconv.ParseFloat(value, 64)
+			out[outcome] += v
+		}
+		res.Body.Close()
+	}
+	return out
+}
+
+// AddRedisNode starts one more Redis node beside the cluster's (same
+// settings, own cgroup), not yet part of it, and returns its address; the
+// topology's teardown stops it.
+func (tp *Topology) AddRedisNode() string {
+	tp.t.Helper()
+	cmd := exec.Command("bash", filepath.Join(repoRoot(), "deploy", "cluster.sh"), "node")
+	cmd.Env = append(os.Environ(), "MAYFLY_CLUSTER_DIR="+filepath.Join(tp.Dir, "redis"), "MAYFLY_CLUSTER_NODE_TIMEOUT=2000")
+	if b, err := os.ReadFile(filepath.Join(tp.Dir, "redis", "cgroup")); err == nil {
+		cmd.Env = append(cmd.Env, "MAYFLY_CLUSTER_CGROUP="+strings.TrimSpace(string(b)))
+	}
+	out, err := cmd.Output()
+	if err != nil {
+		tp.t.Fatalf("cluster.sh node: %v", err)
+	}
+	return "127.0.0.1:" + strings.TrimSpace(string(out))
 }

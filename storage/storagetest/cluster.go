@@ -224,6 +224,17 @@ func (c *Cluster) WaitOK(within time.Duration) {
 	}
 }
 
+// Redis runs one command with redis-cli on the node at addr and returns its
+// output, trimmed.
+func (c *Cluster) Redis(addr string, args ...string) string {
+	c.t.Helper()
+	out, err := c.cli(addr, args...)
+	if err != nil {
+		c.t.Fatalf("redis-cli %s %v: %v", addr, args, err)
+	}
+	return strings.TrimSpace(out)
+}
+
 func (c *Cluster) cli(addr string, args ...string) (string, error) {
 	host, port, _ := net.SplitHostPort(addr)
 	out, err := exec.Command("redis-cli", append([]string{"-h", host, "-p", port}, args...)...).Output()

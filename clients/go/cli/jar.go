@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	client "github.com/mayfly/mayfly/clients/go"
 )
@@ -62,6 +63,11 @@ func loadEntry(path, name string) (client.State, bool, error) {
 // Unless create is set, it only updates the entry of the same inbox: one
 // that another invocation deleted or replaced meanwhile stays so.
 func saveEntry(path, name string, st client.State, create bool) error {
+	unlock, err := lockJar(path)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	j, err := loadJar(path)
 	if err != nil {
 		return err
@@ -74,6 +80,11 @@ func saveEntry(path, name string, st client.State, create bool) error {
 }
 
 func removeEntry(path, name string) error {
+	unlock, err := lockJar(path)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	j, err := loadJar(path)
 	if err != nil {
 		return err
@@ -86,6 +97,41 @@ func removeEntry(path, name string) error {
 		return nil
 	}
 	return writeJar(path, j)
+}
+
+// staleLock is the age past which a jar lock is taken to be a crashed
+// invocation's: a read-modify-write of the jar takes milliseconds.
+const staleLock = 10 * time.Second
+
+// lockJar serialises the read-modify-write of the jar between invocations,
+// with a lock file beside it, created exclusively (portable, unlike flock).
+// Without it, an `events` that ends because a `delete` removed its inbox
+// reads the jar just before the delete removes it and writes it back just
+// after: the deleted inbox's entry returns.
+func lockJar(path string) (unlock func(), err error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("jar: %w", err)
+	}
+	lock := path + ".lock"
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		f, err := os.OpenFile(lock, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+		if err == nil {
+			f.Close()
+			return func() { os.Remove(lock) }, nil
+		}
+		if !errors.Is(err, os.ErrExist) {
+			return nil, fmt.Errorf("jar lock: %w", err)
+		}
+		if fi, err := os.Stat(lock); err == nil && time.Since(fi.ModTime()) > staleLock {
+			os.Remove(lock) // left by an invocation that died holding it
+			continue
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("jar %s is locked by another invocation (remove %s if none is running)", path, lock)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // writeJar writes j to path with mode 0600, atomically (a temporary file in

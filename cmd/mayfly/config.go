@@ -31,7 +31,7 @@ var settings = []setting{
 	{"MAYFLY_REDIS_TLS_SERVER_NAME", "", "name every Redis certificate is verified against (and sent as SNI); empty: the host of each node's address"},
 	{"MAYFLY_REDIS_TLS_CERT_FILE", "", "PEM client certificate for Redis servers that require one (tls-auth-clients yes); with MAYFLY_REDIS_TLS_KEY_FILE"},
 	{"MAYFLY_REDIS_TLS_KEY_FILE", "", "PEM private key of MAYFLY_REDIS_TLS_CERT_FILE"},
-	{"MAYFLY_REDIS_FLUSH_DELAY", "100us", "how long the Redis client may wait after a write to gather more concurrent commands into the next (rueidis MaxFlushDelay): fewer system calls on the node and on Redis under load; it applies only while several commands are in flight, never to a lone command or a blocking one (WAIT); 0 writes at once"},
+	{"MAYFLY_REDIS_FLUSH_DELAY", "0s", "how long the Redis client may hold a batch of concurrent commands to send more in one write (rueidis MaxFlushDelay); 0 sends at once. Applies only while commands are in flight concurrently"},
 	{"MAYFLY_HTTP_ADDR", "127.0.0.1:8080", "public API listener (edge); the API lives under /v1"},
 	{"MAYFLY_SMTP_ADDR", "127.0.0.1:2525", "SMTP listener (ingest)"},
 	{"MAYFLY_SMTP_HOSTNAME", "", "name in the SMTP greeting and EHLO reply; empty: the machine's hostname"},

@@ -3,9 +3,12 @@
 #
 # Installs what is missing (deploy/install-deps.sh), builds bin/mayfly and the
 # load tools of bench/ (k6 and vegeta at the versions pinned in bench/go.mod),
-# starts a throwaway 3-master Redis Cluster, runs bench/cmd/benchrun against
-# it and always tears the cluster down. benchrun starts and stops the mayfly
-# nodes and the reference servers itself.
+# starts a throwaway 3-master Redis Cluster and a second one of 3 primaries
+# with a replica each (AR and DR: the production shape), runs
+# bench/cmd/benchrun against them and always tears both down. benchrun
+# starts and stops the mayfly nodes and the reference servers itself.
+# Mailpit (the peer of D, pinned in bench/peers/go.mod) is built from the Go
+# module proxy when it can be; a failed build only leaves it out.
 #
 # full writes bench/RESULTS.md; tiny (what CI runs: every scenario once, for a
 # second or two, at small sizes) writes its table to the log dir only.
@@ -18,6 +21,8 @@ repo=$(cd "$here/.." && pwd)
 . "$repo/deploy/lib.sh"
 
 scale=${1:-full}
+only=${BENCH_ONLY:-}
+only=",${only^^},"
 [[ $scale == full || $scale == tiny ]] || die "usage: $0 [full|tiny]"
 
 bash "$repo/deploy/install-deps.sh"
@@ -33,6 +38,13 @@ go build -o bin/mayfly ./cmd/mayfly
 	go build -o bin/vegeta github.com/tsenart/vegeta/v12
 )
 log "built mayfly and the load tools in $(($(ms) - t0)) ms"
+t0=$(ms)
+if (cd bench/peers && go build -o ../bin/mailpit github.com/axllent/mailpit); then
+	log "built mailpit in $(($(ms) - t0)) ms"
+else
+	rm -f bench/bin/mailpit
+	log "warning: mailpit did not build; D runs without it"
+fi
 
 logs=$(mktemp -d "${TMPDIR:-/tmp}/mayfly-bench.XXXXXX")
 MAYFLY_CLUSTER_DIR="$logs/cluster"
@@ -43,6 +55,7 @@ teardown() {
 	local rc=$?
 	trap - EXIT INT TERM
 	bash "$repo/deploy/cluster.sh" down || true
+	MAYFLY_CLUSTER_DIR="$logs/cluster-r" bash "$repo/deploy/cluster.sh" down || true
 	log "logs and tool output kept in $logs"
 	exit "$rc"
 }
@@ -52,12 +65,23 @@ trap 'exit 143' TERM
 
 addrs=$(bash "$repo/deploy/cluster.sh" up)
 log "cluster $addrs up"
+raddrs=
+if [[ $only == ",," || $only == *,AR,* || $only == *,DR,* ]]; then
+	mkdir -p "$logs/cluster-r"
+	raddrs=$(MAYFLY_CLUSTER_DIR="$logs/cluster-r" MAYFLY_CLUSTER_REPLICAS=1 bash "$repo/deploy/cluster.sh" up)
+	log "replicated cluster $raddrs up"
+fi
 
 # 10,000 event streams need as many descriptors in the edge and the load tool.
+# F50 (50,000 streams, only when asked for) needs about 110,000: a root
+# shell may raise the hard limit.
+if [[ $only == *,F50,* ]] && (($(ulimit -Hn) < 120000)); then
+	ulimit -Hn 120000 2>/dev/null || log "warning: cannot raise the descriptor limit to 120000 for F50"
+fi
 ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 (($(ulimit -n) >= 12000)) || log "warning: ulimit -n is $(ulimit -n); scenario F needs about 10,100 descriptors"
 
 out=
-[[ $scale == full && -z ${BENCH_ONLY:-} ]] && out=bench/RESULTS.md
-bench/bin/benchrun -redis "$addrs" -mayfly bin/mayfly -tools bench/bin -scale "$scale" \
-	-logs "$logs" -out "$out" ${BENCH_ONLY:+-only "$BENCH_ONLY"} ${BENCH_PROFILE:+-profile}
+[[ $scale == full && -z ${BENCH_ONLY:-} && -z ${BENCH_RUNS:-} ]] && out=bench/RESULTS.md
+bench/bin/benchrun -redis "$addrs" ${raddrs:+-redis-replicated "$raddrs"} -mayfly bin/mayfly -tools bench/bin -scale "$scale" \
+	-logs "$logs" -out "$out" ${BENCH_ONLY:+-only "$BENCH_ONLY"} ${BENCH_PROFILE:+-profile} ${BENCH_RUNS:+-runs "$BENCH_RUNS"}

@@ -164,7 +164,10 @@ func New(store Mailboxes, limiter Limiter, cfg Config, log *slog.Logger, metrics
 		// API takes JSON only, and fasthttp's multipart pre-parsing would
 		// answer a bad form with its own plain-text 400.
 		DisablePreParseMultipartForm: true,
-		Logger:                       slogPrinter{log},
+		// An event stream owns its connection after the hijack and closes
+		// it itself (handleEvents).
+		KeepHijackedConns: true,
+		Logger:            slogPrinter{log},
 	}
 	s.metrics.registerStreams(s)
 	return s

@@ -31,6 +31,7 @@ var settings = []setting{
 	{"MAYFLY_REDIS_TLS_SERVER_NAME", "", "name every Redis certificate is verified against (and sent as SNI); empty: the host of each node's address"},
 	{"MAYFLY_REDIS_TLS_CERT_FILE", "", "PEM client certificate for Redis servers that require one (tls-auth-clients yes); with MAYFLY_REDIS_TLS_KEY_FILE"},
 	{"MAYFLY_REDIS_TLS_KEY_FILE", "", "PEM private key of MAYFLY_REDIS_TLS_CERT_FILE"},
+	{"MAYFLY_REDIS_FLUSH_DELAY", "0s", "how long the Redis client may hold a batch of concurrent commands to send more in one write (rueidis MaxFlushDelay); 0 sends at once. Applies only while commands are in flight concurrently"},
 	{"MAYFLY_HTTP_ADDR", "127.0.0.1:8080", "public API listener (edge); the API lives under /v1"},
 	{"MAYFLY_SMTP_ADDR", "127.0.0.1:2525", "SMTP listener (ingest)"},
 	{"MAYFLY_SMTP_HOSTNAME", "", "name in the SMTP greeting and EHLO reply; empty: the machine's hostname"},
@@ -84,6 +85,7 @@ type config struct {
 	redisAddrs      []string
 	redisPrefix     string
 	redisTimeout    time.Duration
+	redisFlush      time.Duration
 	minReplicas     int // storage.Config.MinReplicas: 0 auto, -1 never wait
 	replicaTimeout  time.Duration
 	redis           redisSecurity
@@ -124,6 +126,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		redisAddrs:      p.list("MAYFLY_REDIS_ADDRS"),
 		redisPrefix:     p.str("MAYFLY_REDIS_PREFIX"),
 		redisTimeout:    p.duration("MAYFLY_REDIS_TIMEOUT"),
+		redisFlush:      p.durationOrZero("MAYFLY_REDIS_FLUSH_DELAY"),
 		minReplicas:     p.minReplicas("MAYFLY_REDIS_MIN_REPLICAS"),
 		replicaTimeout:  p.duration("MAYFLY_REDIS_REPLICA_TIMEOUT"),
 		httpAddr:        p.str("MAYFLY_HTTP_ADDR"),
@@ -317,6 +320,14 @@ func (p *parser) duration(name string) time.Duration {
 	d, err := time.ParseDuration(p.str(name))
 	if err != nil || d <= 0 {
 		p.fail(name, "must be a positive duration such as 2s or 500ms")
+	}
+	return d
+}
+
+func (p *parser) durationOrZero(name string) time.Duration {
+	d, err := time.ParseDuration(p.str(name))
+	if err != nil || d < 0 {
+		p.fail(name, "must be 0 or a positive duration such as 20us")
 	}
 	return d
 }

@@ -262,6 +262,7 @@ func smtpServerConfig(cfg config, tlsConfig *tls.Config) ingest.Config {
 // stops and says which settings to check.
 func connect(ctx context.Context, cfg config, log *slog.Logger) (rueidis.Client, error) {
 	opt := storage.ClientOption(cfg.redisAddrs, cfg.redisTimeout)
+	opt.MaxFlushDelay = cfg.redisFlush
 	cfg.redis.apply(&opt)
 	log.Info("redis", append([]any{"addrs", cfg.redisAddrs, "prefix", cfg.redisPrefix}, cfg.redis.logAttrs()...)...)
 	backoff := 100 * time.Millisecond

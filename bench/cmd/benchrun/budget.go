@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 )
@@ -29,35 +28,40 @@ import (
 // meter is a reading taken before a run.
 type meter struct {
 	node  float64 // seconds of CPU
-	redis float64
+	redis []redisSnap
 	parse [2]float64 // sum (s), count
 }
 
-// readMeter reads p's CPU, Redis's CPU and p's parse-stage totals.
-func (b *bench) readMeter(p *proc) meter {
-	m := meter{node: procCPU(p.pid()), redis: b.redisCPU()}
+// readMeter reads p's CPU, the counters of the Redis nodes st runs on and
+// p's parse-stage totals.
+func (b *bench) readMeter(p *proc, st *stack) meter {
+	m := meter{node: procCPU(p.pid()), redis: snapRedis(st.redis)}
 	m.parse = stageTotals(p, "parse")
 	return m
 }
 
-// budget records the per-operation figures of a run of ops operations
-// started at before.
 // The budgets of bench/README.md: per GET /messages of A, and per message of
-// D at one message per connection.
+// D at one message per connection; the same on the replicated cluster.
 var budgets = map[string]float64{
 	"A node CPU per op":                     45,
 	"A Redis CPU per op":                    15,
+	"D 1/conn c=32 node CPU per op":         150,
 	"D 1/conn c=32 Redis CPU per op":        50,
 	"D 1/conn c=1 parse + sanitize per msg": 60,
+	"AR node CPU per op":                    45,
+	"AR Redis CPU per op":                   15,
+	"DR 1/conn c=32 node CPU per op":        150,
+	"DR 1/conn c=32 Redis CPU per op":       50,
 }
 
 // budget records the per-operation figures of a run of ops operations
-// started at before.
-func (b *bench) budget(scenario, prefix string, p *proc, before meter, ops int, parse bool) {
+// started at before; table also records the run's Redis budget per node
+// and per command (redisstats.go).
+func (b *bench) budget(st *stack, scenario, prefix string, p *proc, before meter, ops int, parse, table bool) {
 	if ops <= 0 {
 		return
 	}
-	after := b.readMeter(p)
+	after := b.readMeter(p, st)
 	n := float64(ops)
 	add := func(name string, v float64) {
 		f := b.fig(scenario, prefix+name, "µs")
@@ -67,7 +71,11 @@ func (b *bench) budget(scenario, prefix string, p *proc, before meter, ops int, 
 		f.add(v)
 	}
 	add("node CPU per op", (after.node-before.node)/n*1e6)
-	add("Redis CPU per op", (after.redis-before.redis)/n*1e6)
+	add("Redis CPU per op", (totalCPU(after.redis)-totalCPU(before.redis))/n*1e6)
+	if table {
+		label := strings.TrimSpace(scenario + " " + prefix)
+		b.recordOps(scenario, label, st.shape, perOp(before.redis, after.redis, ops))
+	}
 	if c := after.parse[1] - before.parse[1]; parse && c > 0 {
 		add("parse + sanitize per msg", (after.parse[0]-before.parse[0])/c*1e6)
 	}
@@ -88,26 +96,6 @@ func procCPU(pid int) float64 {
 	utime, _ := strconv.ParseFloat(f[11], 64)
 	stime, _ := strconv.ParseFloat(f[12], 64)
 	return (utime + stime) / 100
-}
-
-// redisCPU is the CPU time of every Redis node of the cluster, in seconds.
-func (b *bench) redisCPU() float64 {
-	total := 0.0
-	for _, addr := range b.redis {
-		h, port, _ := strings.Cut(addr, ":")
-		out, err := exec.Command("redis-cli", "-h", h, "-p", port, "INFO", "cpu").Output()
-		if err != nil {
-			continue
-		}
-		for line := range strings.SplitSeq(string(out), "\n") {
-			k, v, _ := strings.Cut(strings.TrimSpace(line), ":")
-			if k == "used_cpu_user" || k == "used_cpu_sys" {
-				f, _ := strconv.ParseFloat(v, 64)
-				total += f
-			}
-		}
-	}
-	return total
 }
 
 // stageTotals reads the sum and count of one stage of the SMTP stage

@@ -74,6 +74,25 @@ type bench struct {
 	edge, ingest, hello, sink, relay, gEdge *proc
 	api, helloURL, smtp, sinkAddr, relayURL string
 	ips                                     int // next fresh client IP for creations
+
+	// plain is the stack on the 3-primary cluster; replicated (nil without
+	// -redis-replicated) an edge and an ingest on 3 primaries + 3 replicas
+	// with the default durability settings, for AR and DR.
+	plain, replicated *stack
+	redisR            []string
+	opTables          []*opTable
+	peers             []peer // D's other SMTP servers (Mailpit), if built
+}
+
+// stack is a Mayfly edge and ingest and the cluster they use.
+type stack struct {
+	a, d   string // scenario names of its A and D: "A", "D" or "AR", "DR"
+	shape  string // the cluster, for the reports
+	redis  []string
+	edge   *proc
+	ingest *proc
+	api    string
+	smtp   string
 }
 
 func (b *bench) tool(name string) string { return filepath.Join(b.tools, name) }
@@ -81,12 +100,14 @@ func (b *bench) tool(name string) string { return filepath.Join(b.tools, name) }
 func main() {
 	var (
 		redis  = flag.String("redis", "", "Redis Cluster seeds, comma separated (deploy/cluster.sh addrs)")
+		redisR = flag.String("redis-replicated", "", "every node of a 3 primary + 3 replica cluster (empty: no AR, DR)")
 		mayfly = flag.String("mayfly", "bin/mayfly", "the mayfly binary")
 		tools  = flag.String("tools", "bench/bin", "directory of the load tools and reference servers")
 		out    = flag.String("out", "", "write the Markdown results here (empty: stdout only)")
 		scaleF = flag.String("scale", "full", "full, or tiny (CI: once, briefly, small)")
 		only   = flag.String("only", "", "run only these scenarios, comma separated (e.g. A,D)")
 		logs   = flag.String("logs", "", "directory for server logs and tool output (empty: a temp dir)")
+		runs   = flag.Int("runs", 0, "runs per scenario (0: the scale's; a quick look at a change, never for RESULTS.md)")
 		prof   = flag.Bool("profile", false, "take CPU profiles of the nodes (pprof on their admin listener) during the first run of A, B and D (1/conn, c=32), and Redis command stats, into the log dir")
 	)
 	flag.Parse()
@@ -95,7 +116,13 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: benchrun -redis addrs [-scale full|tiny] [-out RESULTS.md]")
 		os.Exit(2)
 	}
+	if *runs > 0 {
+		sc.runs = *runs
+	}
 	b := &bench{sc: sc, redis: strings.Split(*redis, ","), mayfly: *mayfly, tools: *tools, logs: *logs, profile: *prof}
+	if *redisR != "" {
+		b.redisR = strings.Split(*redisR, ",")
+	}
 	if *only != "" {
 		b.only = map[string]bool{}
 		for s := range strings.SplitSeq(*only, ",") {
@@ -168,8 +195,12 @@ func (b *bench) stopAll() {
 }
 
 func (b *bench) mayflyEnv(prefix string, extra ...string) []string {
+	return b.mayflyEnvOn(b.redis, prefix, extra...)
+}
+
+func (b *bench) mayflyEnvOn(redis []string, prefix string, extra ...string) []string {
 	return append([]string{
-		"MAYFLY_REDIS_ADDRS=" + strings.Join(b.redis, ","),
+		"MAYFLY_REDIS_ADDRS=" + strings.Join(redis, ","),
 		"MAYFLY_REDIS_PREFIX=" + prefix,
 		"MAYFLY_HTTP_ADDR=127.0.0.1:0",
 		"MAYFLY_SMTP_ADDR=127.0.0.1:0",
@@ -210,6 +241,22 @@ func (b *bench) startStack() (err error) {
 		return err
 	}
 	b.relayURL = "http://" + b.relay.addrs["http"]
+	b.plain = &stack{a: "A", d: "D", shape: "3 primaries, no replicas", redis: b.redis,
+		edge: b.edge, ingest: b.ingest, api: b.api, smtp: b.smtp}
+	if len(b.redisR) > 0 {
+		// The production shape: every primary has a replica, and the
+		// durability settings are the defaults.
+		r := &stack{a: "AR", d: "DR", shape: "3 primaries + 3 replicas, default durability", redis: b.redisR}
+		if r.edge, err = b.start("edge-r", b.mayfly, []string{"edge"}, b.mayflyEnvOn(b.redisR, "mf"), "http", "admin"); err != nil {
+			return err
+		}
+		if r.ingest, err = b.start("ingest-r", b.mayfly, []string{"ingest"}, b.mayflyEnvOn(b.redisR, "mf"), "smtp", "admin"); err != nil {
+			return err
+		}
+		r.api, r.smtp = "http://"+r.edge.addrs["http"]+"/v1", r.ingest.addrs["smtp"]
+		b.replicated = r
+	}
+	b.startPeers()
 	progress("edge %s, ingest %s, edge-g %s, hello %s, smtpsink %s", b.edge.addrs["http"], b.smtp,
 		b.gEdge.addrs["http"], b.hello.addrs["http"], b.sinkAddr)
 	return nil

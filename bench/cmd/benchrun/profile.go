@@ -16,11 +16,11 @@ import (
 // listener into <logs>/<name>.pprof and resets Redis's command stats; the
 // returned func waits for it and writes the command stats to
 // <logs>/<name>.commandstats.
-func (b *bench) startProfile(p *proc, name string, d time.Duration) func() {
+func (b *bench) startProfile(st *stack, p *proc, name string, d time.Duration) func() {
 	if !b.profile {
 		return func() {}
 	}
-	for _, addr := range b.redis {
+	for _, addr := range st.redis {
 		h, port, _ := strings.Cut(addr, ":")
 		exec.Command("redis-cli", "-h", h, "-p", port, "CONFIG", "RESETSTAT").Run()
 	}
@@ -44,7 +44,7 @@ func (b *bench) startProfile(p *proc, name string, d time.Duration) func() {
 	return func() {
 		<-done
 		var stats strings.Builder
-		for _, addr := range b.redis {
+		for _, addr := range st.redis {
 			h, port, _ := strings.Cut(addr, ":")
 			out, _ := exec.CommandContext(context.Background(), "redis-cli", "-h", h, "-p", port, "INFO", "commandstats").Output()
 			fmt.Fprintf(&stats, "# %s\n%s\n", addr, out)

@@ -168,15 +168,17 @@ func (b *bench) machineInfo(ctx context.Context) machine {
 }
 
 var scenarioTitles = map[string]string{
-	"R": "References: redis-benchmark against one cluster node",
-	"A": "A. Read hot path: GET /v1/messages (20 messages), 32 clients",
-	"B": "B. Read one message: GET /v1/messages/{id} (50 KiB HTML), 32 clients",
-	"C": "C. Full flow (k6): create → select → SMTP → event → list → read → delete",
-	"D": "D. SMTP ingest: 2 KiB multipart messages",
-	"E": "E. Event latency: SMTP 250 → message.received on the stream",
-	"F": "F. Connection scale: idle event streams on one edge node",
-	"G": "G. Limits under attack",
-	"M": "Memory model: Redis MEMORY USAGE over a sample",
+	"R":  "References: redis-benchmark against one cluster node",
+	"A":  "A. Read hot path: GET /v1/messages (20 messages), 32 clients",
+	"B":  "B. Read one message: GET /v1/messages/{id} (50 KiB HTML), 32 clients",
+	"C":  "C. Full flow (k6): create → select → SMTP → event → list → read → delete",
+	"AR": "AR. A on 3 primaries + 3 replicas (default durability)",
+	"D":  "D. SMTP ingest: 2 KiB multipart messages",
+	"DR": "DR. D on 3 primaries + 3 replicas (default durability: WAIT on the delivery path)",
+	"E":  "E. Event latency: SMTP 250 → message.received on the stream",
+	"F":  "F. Connection scale: idle event streams on one edge node",
+	"G":  "G. Limits under attack",
+	"M":  "Memory model: Redis MEMORY USAGE over a sample",
 }
 
 func (b *bench) markdown(elapsed time.Duration) string {
@@ -186,11 +188,23 @@ func (b *bench) markdown(elapsed time.Duration) string {
 	w("Written by `make bench` (bench/cmd/benchrun, scale `%s`) on %s in %s. ", b.sc.name,
 		time.Now().UTC().Format("2006-01-02 15:04 MST"), elapsed.Round(time.Second))
 	w("Every figure is the median of %d runs (each run's value is listed); latencies are p50/p99 in ms as the load tool measured them. ", b.sc.runs)
-	w("The load tools, the reference servers, one `mayfly edge`, one `mayfly ingest` and a 3-master Redis Cluster all share this machine. ")
+	w("The load tools, the reference servers, one `mayfly edge`, one `mayfly ingest` and a 3-master Redis Cluster all share this machine")
+	if len(b.redisR) > 0 {
+		w(", and AR and DR run another edge and ingest on a second cluster of 3 primaries with a replica each")
+	}
+	w(". ")
 	w("What each scenario does, and what the figures mean, is in [README.md](README.md).\n\n")
 	w("## Machine\n\n| | |\n|---|---|\n")
 	w("| CPU | %d × %s |\n| Memory | %s |\n| OS | %s, kernel %s |\n", b.info.cpus, b.info.cpuModel, b.info.memory, b.info.os, b.info.kernel)
-	w("| Go | %s |\n| Redis | %s (3 masters, no replicas) |\n| k6 | %s |\n| vegeta | %s |\n\n", b.info.goVersion, b.info.redis, b.info.k6, b.info.vegeta)
+	shapes := "3 masters, no replicas"
+	if len(b.redisR) > 0 {
+		shapes += "; AR, DR: 3 masters + 3 replicas"
+	}
+	w("| Go | %s |\n| Redis | %s (%s) |\n| k6 | %s |\n| vegeta | %s |\n", b.info.goVersion, b.info.redis, shapes, b.info.k6, b.info.vegeta)
+	for _, p := range b.peers {
+		w("| %s | %s |\n", p.name, p.version)
+	}
+	w("\n")
 
 	w("## Targets\n\n| | figure | result | target | met |\n|---|---|---:|---|---|\n")
 	for _, f := range b.figures {
@@ -203,7 +217,7 @@ func (b *bench) markdown(elapsed time.Duration) string {
 		}
 		w("| %s | %s | %s %s | %s | %s |\n", f.scenario, f.name, num(f.judged()), f.unit, f.target, mark)
 	}
-	for _, sc := range []string{"R", "A", "B", "C", "D", "E", "F", "G", "M"} {
+	for _, sc := range []string{"R", "A", "B", "AR", "C", "D", "DR", "E", "F", "F50", "G", "M"} {
 		var fs []*figure
 		for _, f := range b.figures {
 			if f.scenario == sc {
@@ -220,6 +234,11 @@ func (b *bench) markdown(elapsed time.Duration) string {
 				runs[i] = num(r)
 			}
 			w("| %s | %s | %s | %s |\n", f.name, num(f.median()), strings.Join(runs, ", "), f.unit)
+		}
+		for _, t := range b.opTables {
+			if t.scenario == sc {
+				w("%s", t.markdown())
+			}
 		}
 	}
 	if len(b.notes) > 0 {

@@ -44,7 +44,7 @@ type deliverResponse struct {
 }
 
 func (r *relay) deliver(req deliverRequest) (deliverResponse, error) {
-	st, err := load.OpenStream(r.api, req.Cookie, req.IP, 10*time.Second)
+	st, err := load.OpenStream(r.api, req.Cookie, req.IP, nil, 10*time.Second)
 	if err != nil {
 		return deliverResponse{}, err
 	}

@@ -31,6 +31,7 @@ import (
 
 type options struct {
 	api, smtp, sessions, src string
+	bind                     string // loopback CIDR for the streams' source addresses; empty: 127.0.0.1
 	streams, ipBase, conns   int
 	rate                     float64
 	runs                     int
@@ -44,6 +45,7 @@ func main() {
 	flag.StringVar(&o.smtp, "smtp", "127.0.0.1:2525", "SMTP server to send through")
 	flag.StringVar(&o.sessions, "sessions", "", "sessions file: address<TAB>cookie per line")
 	flag.StringVar(&o.src, "src", "127.2.0.0/16", "loopback CIDR for SMTP source addresses")
+	flag.StringVar(&o.bind, "bind", "", "loopback CIDR for the streams' source addresses (beyond ~28,000 streams, the ports of one address); empty: do not bind")
 	flag.IntVar(&o.streams, "streams", 0, "streams to open (0: one per line of -sessions)")
 	flag.IntVar(&o.ipBase, "ip-base", 0, "offset into 198.18.0.0/15 of the X-Forwarded-For client of each stream")
 	flag.IntVar(&o.conns, "conns", 16, "concurrent SMTP connections of the sender")
@@ -112,6 +114,10 @@ func run(o options) error {
 	)
 	noteErr := func(err error) { firstErr.CompareAndSwap(nil, err.Error()) }
 
+	bind, err := load.NewSourcePool(o.bind)
+	if err != nil {
+		return err
+	}
 	// Open every stream, 64 at a time.
 	t0 := time.Now()
 	streams := make([]*load.Stream, len(boxes))
@@ -125,7 +131,7 @@ func run(o options) error {
 				if i >= len(boxes) || ctx.Err() != nil {
 					return
 				}
-				st, err := load.OpenStream(o.api, boxes[i].cookie, load.ClientIP(o.ipBase, i), 10*time.Second)
+				st, err := load.OpenStream(o.api, boxes[i].cookie, load.ClientIP(o.ipBase, i), bind.Addr(i), 10*time.Second)
 				if err != nil {
 					openErrs.Add(1)
 					noteErr(err)

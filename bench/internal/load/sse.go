@@ -25,13 +25,19 @@ type Event struct {
 }
 
 // OpenStream opens the event stream of the inbox whose session cookie is
-// given, as client ip, and returns once the server answered 200.
-func OpenStream(api, cookie, ip string, timeout time.Duration) (*Stream, error) {
+// given, as client ip, and returns once the server answered 200. A non-nil
+// local binds the connection's source address (more streams than one
+// address has ports: the edge then sees that address as the client).
+func OpenStream(api, cookie, ip string, local *net.TCPAddr, timeout time.Duration) (*Stream, error) {
 	u, err := url.Parse(api + "/events")
 	if err != nil {
 		return nil, err
 	}
-	conn, err := net.DialTimeout("tcp", u.Host, timeout)
+	d := net.Dialer{Timeout: timeout}
+	if local != nil {
+		d.LocalAddr = local
+	}
+	conn, err := d.Dial("tcp", u.Host)
 	if err != nil {
 		return nil, err
 	}

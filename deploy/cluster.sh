@@ -319,6 +319,7 @@ cmd_node() {
 	local dir
 	dir=$(cluster_dir)
 	[[ -n $dir && -d $dir ]] || die "no cluster is up (run: $0 up)"
+	security_args "$dir"
 	start_node "$dir"
 }
 

@@ -220,9 +220,10 @@ func (s *Server) serveStream(conn net.Conn, st *sseStream, rid string, replay []
 			// subscription failing: a primary cut off from the cluster
 			// keeps its subscribers while the promoted replica takes the
 			// deliveries (deploy/README.md, the partition drill). So a
-			// stored message reaches an open stream within a heartbeat
-			// whatever happened to its publication. One stream read per
-			// stream per heartbeat (10,000 streams at 20 s: 500 a second).
+			// message stored after the last entry sent reaches an open
+			// stream within a heartbeat whatever happened to its
+			// publication. One stream read per stream per heartbeat
+			// (10,000 streams at 20 s: 500 a second).
 			if !s.catchUp(w, st) {
 				w.end()
 				return

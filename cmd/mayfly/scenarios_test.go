@@ -71,17 +71,26 @@ func codeMail(to, subject, code string) string {
 		"Welcome! Your verification code is " + code + ".\r\nIt expires in 10 minutes.\r\n"
 }
 
-// TestScenarioSignupFlow — scenario: signup-flow
-func TestScenarioSignupFlow(t *testing.T) {
-	t.Parallel()
+// scenarioInbox starts a stack with the scenario limits and creates an
+// inbox on it with a client of its own, under a context of the given
+// timeout that ends with the test.
+func scenarioInbox(t *testing.T, timeout time.Duration) (*stack, context.Context, *client.Inbox) {
+	t.Helper()
 	s := startStack(t, scenarioLimits)
 	c, _ := client.New(s.api)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
 	in, err := c.CreateInbox(ctx, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s, ctx, in
+}
+
+// TestScenarioSignupFlow — scenario: signup-flow
+func TestScenarioSignupFlow(t *testing.T) {
+	t.Parallel()
+	s, ctx, in := scenarioInbox(t, 30*time.Second)
 	addr := in.Mailbox().Address
 	go sendMail(t, s.smtp, addr, codeMail(addr, "Your verification code", "482913"))
 	msg, err := in.WaitForMessage(ctx, client.Match{Subject: regexp.MustCompile(`verification code`)})
@@ -99,14 +108,7 @@ func TestScenarioSignupFlow(t *testing.T) {
 // TestScenarioResendCode — scenario: resend-code
 func TestScenarioResendCode(t *testing.T) {
 	t.Parallel()
-	s := startStack(t, scenarioLimits)
-	c, _ := client.New(s.api)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	in, err := c.CreateInbox(ctx, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, ctx, in := scenarioInbox(t, 30*time.Second)
 	addr := in.Mailbox().Address
 	match := client.Match{Subject: regexp.MustCompile(`^Your code$`)}
 	sendMail(t, s.smtp, addr, codeMail(addr, "Your code", "111111"))
@@ -216,14 +218,7 @@ func TestScenarioParallelCreates(t *testing.T) {
 // then the mail is sent: the wait returns it.
 func TestScenarioEdgeRestartMidWait(t *testing.T) {
 	t.Parallel()
-	s := startStack(t, scenarioLimits)
-	c, _ := client.New(s.api)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	in, err := c.CreateInbox(ctx, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, ctx, in := scenarioInbox(t, 60*time.Second)
 	addr := in.Mailbox().Address
 	type result struct {
 		msg client.Message
@@ -364,14 +359,7 @@ func TestScenarioRateLimit429Retried(t *testing.T) {
 // TestScenarioHTMLOnlyLinkAndCode — scenario: html-only-link-and-code
 func TestScenarioHTMLOnlyLinkAndCode(t *testing.T) {
 	t.Parallel()
-	s := startStack(t, scenarioLimits)
-	c, _ := client.New(s.api)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	in, err := c.CreateInbox(ctx, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, ctx, in := scenarioInbox(t, 30*time.Second)
 	addr := in.Mailbox().Address
 	sendMail(t, s.smtp, addr, "From: Shop <shop@example.com>\r\nTo: <"+addr+">\r\nSubject: Confirm\r\n"+
 		"Content-Type: text/html; charset=utf-8\r\n\r\n"+

@@ -218,7 +218,10 @@ func (l *Limiter) count(ctx context.Context, client string, r Rule) (Decision, e
 // countAll runs INCR and PEXPIRE on each rule's counter of the current window
 // in one pipeline. A refused hit is counted too: it changes no decision, since
 // a window's count only grows. The key outlives its window by one window, so
-// a node whose clock lags still finds the count.
+// a node whose clock lags still finds the count. PEXPIRE is NX: only the hit
+// that finds the key without an expiry sets one, so the others write nothing
+// and send nothing to the replicas (a pipeline cut between INCR and PEXPIRE
+// leaves a key without an expiry, and the next hit sets it).
 func (l *Limiter) countAll(ctx context.Context, client string, rules []Rule) ([]Decision, error) {
 	now := l.now().UnixMilli()
 	b := l.client.B()
@@ -232,7 +235,7 @@ func (l *Limiter) countAll(ctx context.Context, client string, rules []Rule) ([]
 		key := l.keys.window(r.Name, client, w)
 		cmds = append(cmds,
 			b.Incr().Key(key).Build(),
-			b.Pexpire().Key(key).Milliseconds(2*win).Build())
+			b.Pexpire().Key(key).Milliseconds(2*win).Nx().Build())
 	}
 	res := l.client.DoMulti(ctx, cmds...)
 	out := make([]Decision, len(rules))

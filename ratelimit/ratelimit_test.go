@@ -747,3 +747,48 @@ func BenchmarkAllowRequest(b *testing.B) {
 		})
 	})
 }
+
+// TestWindowExpirySetOnce: only the hit that finds a window's counter without
+// an expiry sets one (PEXPIRE NX), so later hits write nothing but the INCR;
+// and a counter left without an expiry (a pipeline cut after its INCR) gets
+// one from the next hit.
+func TestWindowExpirySetOnce(t *testing.T) {
+	t.Parallel()
+	l, c := newLimiter(t, Config{})
+	ctx := context.Background()
+	const ip = "192.0.2.61"
+	node := time.Now()
+	l.now = func() time.Time { return node }
+	key := l.keys.window("request", ip, node.Unix())
+	expireAt := func() int64 {
+		t.Helper()
+		ms, err := c.Do(ctx, c.B().Pexpiretime().Key(key).Build()).AsInt64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ms
+	}
+	if _, err := l.AllowRequest(ctx, ip); err != nil {
+		t.Fatal(err)
+	}
+	first := expireAt()
+	if first <= 0 {
+		t.Fatalf("after the first hit the counter's expiry is %d, want one set", first)
+	}
+	time.Sleep(15 * time.Millisecond)
+	if _, err := l.AllowRequest(ctx, ip); err != nil {
+		t.Fatal(err)
+	}
+	if got := expireAt(); got != first {
+		t.Errorf("the second hit moved the expiry from %d to %d; only the first sets it", first, got)
+	}
+	if err := c.Do(ctx, c.B().Persist().Key(key).Build()).Error(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.AllowRequest(ctx, ip); err != nil {
+		t.Fatal(err)
+	}
+	if got := expireAt(); got <= first {
+		t.Errorf("a counter without an expiry has expiry %d after a hit, want one set again (after %d)", got, first)
+	}
+}

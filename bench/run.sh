@@ -66,7 +66,7 @@ trap 'exit 143' TERM
 addrs=$(bash "$repo/deploy/cluster.sh" up)
 log "cluster $addrs up"
 raddrs=
-if [[ $only == ",," || $only == *,AR,* || $only == *,DR,* ]]; then
+if [[ $only == ",," || $only == *,AR,* || $only == *,DR,* || $only == *,RAR,* ]]; then
 	mkdir -p "$logs/cluster-r"
 	raddrs=$(MAYFLY_CLUSTER_DIR="$logs/cluster-r" MAYFLY_CLUSTER_REPLICAS=1 bash "$repo/deploy/cluster.sh" up)
 	log "replicated cluster $raddrs up"

@@ -168,17 +168,19 @@ func (b *bench) machineInfo(ctx context.Context) machine {
 }
 
 var scenarioTitles = map[string]string{
-	"R":  "References: redis-benchmark against one cluster node",
-	"A":  "A. Read hot path: GET /v1/messages (20 messages), 32 clients",
-	"B":  "B. Read one message: GET /v1/messages/{id} (50 KiB HTML), 32 clients",
-	"C":  "C. Full flow (k6): create → select → SMTP → event → list → read → delete",
-	"AR": "AR. A on 3 primaries + 3 replicas (default durability)",
-	"D":  "D. SMTP ingest: 2 KiB multipart messages",
-	"DR": "DR. D on 3 primaries + 3 replicas (default durability: WAIT on the delivery path)",
-	"E":  "E. Event latency: SMTP 250 → message.received on the stream",
-	"F":  "F. Connection scale: idle event streams on one edge node",
-	"G":  "G. Limits under attack",
-	"M":  "Memory model: Redis MEMORY USAGE over a sample",
+	"R":   "References: redis-benchmark against one cluster node",
+	"A":   "A. Read hot path: GET /v1/messages (20 messages), 32 clients",
+	"B":   "B. Read one message: GET /v1/messages/{id} (50 KiB HTML), 32 clients",
+	"C":   "C. Full flow (k6): create → select → SMTP → event → list → read → delete",
+	"AR":  "AR. A on 3 primaries + 3 replicas (default durability)",
+	"RA":  "RA. The Redis floor: A's and D's Redis calls without HTTP or SMTP, 32 goroutines",
+	"RAR": "RAR. The Redis floor on 3 primaries + 3 replicas (default durability)",
+	"D":   "D. SMTP ingest: 2 KiB multipart messages",
+	"DR":  "DR. D on 3 primaries + 3 replicas (default durability: WAIT on the delivery path)",
+	"E":   "E. Event latency: SMTP 250 → message.received on the stream",
+	"F":   "F. Connection scale: idle event streams on one edge node",
+	"G":   "G. Limits under attack",
+	"M":   "Memory model: Redis MEMORY USAGE over a sample",
 }
 
 func (b *bench) markdown(elapsed time.Duration) string {
@@ -217,7 +219,7 @@ func (b *bench) markdown(elapsed time.Duration) string {
 		}
 		w("| %s | %s | %s %s | %s | %s |\n", f.scenario, f.name, num(f.judged()), f.unit, f.target, mark)
 	}
-	for _, sc := range []string{"R", "A", "B", "AR", "C", "D", "DR", "E", "F", "F50", "G", "M"} {
+	for _, sc := range []string{"R", "A", "B", "AR", "RA", "RAR", "C", "D", "DR", "E", "F", "F50", "G", "M"} {
 		var fs []*figure
 		for _, f := range b.figures {
 			if f.scenario == sc {

@@ -44,6 +44,8 @@ func (b *bench) scenarios(ctx context.Context) error {
 		{"F50", func(ctx context.Context) error { return b.scenarioF(ctx, "F50", 50000, 1) }},
 		{"A", func(ctx context.Context) error { return b.scenarioAB(ctx, b.plain) }},
 		{"AR", func(ctx context.Context) error { return b.scenarioAB(ctx, b.replicated) }},
+		{"RA", func(ctx context.Context) error { return b.scenarioFloor(ctx, b.plain) }},
+		{"RAR", func(ctx context.Context) error { return b.scenarioFloor(ctx, b.replicated) }},
 		{"C", b.scenarioC},
 		{"D", func(ctx context.Context) error { return b.scenarioD(ctx, b.plain) }},
 		{"DR", func(ctx context.Context) error { return b.scenarioD(ctx, b.replicated) }},
@@ -56,7 +58,7 @@ func (b *bench) scenarios(ctx context.Context) error {
 		if !b.want(s.name) && !(s.name == "A" && b.want("B")) {
 			continue
 		}
-		if (s.name == "AR" || s.name == "DR") && b.replicated == nil {
+		if (s.name == "AR" || s.name == "DR" || s.name == "RAR") && b.replicated == nil {
 			continue
 		}
 		if s.name == "F50" && (b.only == nil || !b.only["F50"]) {
@@ -152,10 +154,12 @@ func (b *bench) redisReference(ctx context.Context) error {
 			{"EVAL INCR (a one-key script)", []string{"EVAL", "return redis.call('INCR', KEYS[1])", "1", "{bench}:counter"}},
 		} {
 			args := append([]string{"-h", host, "-p", port, "-c", "32", "-n", n, "--csv"}, t.args...)
+			before := snapRedis([]string{host + ":" + port})
 			out, err := b.runTool(ctx, "redis-benchmark", "redis-benchmark", args, nil)
 			if err != nil {
 				return err
 			}
+			after := snapRedis([]string{host + ":" + port})
 			recs, _ := csv.NewReader(strings.NewReader(string(out))).ReadAll()
 			var f []string
 			if len(recs) > 0 {
@@ -168,6 +172,7 @@ func (b *bench) redisReference(ctx context.Context) error {
 			p99, _ := strconv.ParseFloat(f[6], 64)
 			b.fig("R", t.name+" req/s", "req/s").add(rps)
 			b.fig("R", t.name+" p99", "ms").add(p99)
+			b.fig("R", t.name+" Redis CPU per op", "µs").add((totalCPU(after) - totalCPU(before)) / float64(b.sc.redisRequests) * 1e6)
 		}
 	}
 	return nil

@@ -245,11 +245,17 @@ func (b *bench) scenarioAB(ctx context.Context, st *stack) error {
 	}
 	for run := range b.sc.runs {
 		progress("%s run %d/%d: hello, then Mayfly (%s)", st.a, run+1, b.sc.runs, st.shape)
+		hcpu := procCPU(b.hello.pid())
 		rep, _, err := b.vegeta(ctx, attack{name: "hello", targets: hello, workers: 32, duration: b.sc.httpDur}, false)
 		if err != nil {
 			return err
 		}
+		hcpu = procCPU(b.hello.pid()) - hcpu
 		hrps, hp50, hp99, herrs, first := httpFigures(rep, 200)
+		if n := rep.StatusCodes["200"]; n > 0 {
+			// The HTTP floor: what fasthttp itself costs a request here.
+			b.fig(st.a, "hello node CPU per op", "µs").add(hcpu / float64(n) * 1e6)
+		}
 		b.fig(st.a, "hello req/s", "req/s").add(hrps)
 		b.fig(st.a, "hello p50", "ms").add(hp50)
 		b.fig(st.a, "hello p99", "ms").add(hp99)
@@ -381,6 +387,7 @@ func (b *bench) scenarioD(ctx context.Context, st *stack) error {
 						wait = b.startProfile(st, st.ingest, "ingest-"+st.d, b.sc.smtpDur-time.Second)
 					}
 					before := b.readMeter(st.ingest, st)
+					sinkCPU := procCPU(b.sink.pid())
 					r, err := b.loadResult(ctx, "smtpload", []string{
 						"-addr", t.addr, "-rcpts", file, "-conns", strconv.Itoa(conc),
 						"-duration", b.sc.smtpDur.String(), "-per-conn", strconv.Itoa(perConn),
@@ -392,6 +399,10 @@ func (b *bench) scenarioD(ctx context.Context, st *stack) error {
 					}
 					if t.who == "mayfly" {
 						b.budget(st, st.d, name+" ", st.ingest, before, r.Ops, true, conc == slices.Max(b.sc.concs))
+					}
+					if t.who == "smtpsink" && r.Ops > 0 {
+						// The SMTP floor: what go-smtp itself costs a message here.
+						b.fig(st.d, name+" smtpsink node CPU per op", "µs").add((procCPU(b.sink.pid()) - sinkCPU) / float64(r.Ops) * 1e6)
 					}
 					rates[t.who] = r.Rate
 					b.fig(st.d, name+" "+t.who+" msgs/s", "msgs/s").add(r.Rate)

@@ -117,8 +117,8 @@ type sseStream struct {
 	// the stream; the client reconnects and lists (spec, Events), and the
 	// list finds every stored message. It is only compared, never updated.
 	node    string
-	mailbox string // the mailbox id, for the log
-	rid     string // the request id, for the log
+	mailbox uuid.UUID // for the log
+	rid     string    // the request id, for the log
 	expires time.Time
 	signals chan *signal
 	cutOnce sync.Once
@@ -153,7 +153,7 @@ func (s *Server) handleEvents(ctx *fasthttp.RequestCtx, c *call) error {
 	}
 	rid := requestID(ctx)
 	st.lastID, st.expires, st.node = start.LastID, start.Mailbox.ExpiresAt, start.Node
-	st.mailbox, st.rid = start.Mailbox.ID.String(), rid
+	st.mailbox, st.rid = start.Mailbox.ID, rid
 	opened = true
 	// The stream outlives the handler: it runs on the connection in its own
 	// goroutine, free of fasthttp's buffers and write deadline. fasthttp
@@ -382,7 +382,7 @@ func (s *Server) nodeChanged(st *sseStream, node, via string) bool {
 	}
 	s.metrics.streamNodeChanged.Inc()
 	s.log.Info("event stream ended: another Redis node answers for the mailbox; the client reconnects and lists",
-		"mailbox", st.mailbox, "request_id", st.rid, "via", via, "from_node", st.node, "to_node", node)
+		"mailbox", st.mailbox.String(), "request_id", st.rid, "via", via, "from_node", st.node, "to_node", node)
 	return true
 }
 

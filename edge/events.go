@@ -22,7 +22,7 @@ import (
 // storage.ErrUnavailable.
 type Events interface {
 	OpenStream(ctx context.Context, session storage.Credential, token string, lastEvent uuid.UUID, maxReplay int) (storage.StreamStart, error)
-	ReadStream(ctx context.Context, session storage.Credential, token, afterID string, max int) ([]storage.Summary, time.Time, error)
+	ReadStream(ctx context.Context, session storage.Credential, token, afterID string, max int) (storage.StreamRead, error)
 	Subscribe(ctx context.Context, tag string, onEvent func(storage.Event), onSubscribed func()) error
 }
 
@@ -108,6 +108,17 @@ type sseStream struct {
 	session storage.Credential
 	token   string
 	lastID  string // stream id of the last message sent (or covered at open)
+	// node is the id of the Redis node whose stream lastID belongs to (set
+	// at open, '' when unknown). Stream ids order one node's history only:
+	// after a failover or a slot migration the new primary may hold
+	// acknowledged messages with ids below lastID (the old primary sent an
+	// entry the heal then discarded), which a read "after lastID" never
+	// finds. So a message event or a catch-up read from another node ends
+	// the stream; the client reconnects and lists (spec, Events), and the
+	// list finds every stored message. It is only compared, never updated.
+	node    string
+	mailbox uuid.UUID // for the log
+	rid     string    // the request id, for the log
 	expires time.Time
 	signals chan *signal
 	cutOnce sync.Once
@@ -140,9 +151,10 @@ func (s *Server) handleEvents(ctx *fasthttp.RequestCtx, c *call) error {
 	if err != nil {
 		return err
 	}
-	st.lastID, st.expires = start.LastID, start.Mailbox.ExpiresAt
-	opened = true
 	rid := requestID(ctx)
+	st.lastID, st.expires, st.node = start.LastID, start.Mailbox.ExpiresAt, start.Node
+	st.mailbox, st.rid = start.Mailbox.ID, rid
+	opened = true
 	// The stream outlives the handler: it runs on the connection in its own
 	// goroutine, free of fasthttp's buffers and write deadline. fasthttp
 	// keeps a hijacked connection open (KeepHijackedConns), so the stream
@@ -190,6 +202,7 @@ func (s *Server) serveStream(conn net.Conn, st *sseStream, rid string, replay []
 	defer s.hub.leave(tag, st)
 	// Publications between the open script and join were missed: catch up.
 	if !s.catchUp(w, st) {
+		w.end()
 		return
 	}
 
@@ -282,6 +295,11 @@ func (s *Server) handleSignal(w *sseWriter, st *sseStream, sig *signal, expiry *
 	}
 	switch ev := sig.event; ev.Type {
 	case storage.EventMessage:
+		// Before the id comparison: another node's ids may be below lastID
+		// although the stream never sent those messages.
+		if s.nodeChanged(st, ev.Node, "event") {
+			return false
+		}
 		if streamIDAfter(ev.Message.StreamID, st.lastID) {
 			w.message(ev.Message)
 			st.lastID = ev.Message.StreamID
@@ -322,7 +340,7 @@ func (s *Server) catchUpNow(w *sseWriter, st *sseStream) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RedisTimeout)
 	defer cancel()
 	for {
-		msgs, expires, err := s.store.ReadStream(ctx, st.session, st.token, st.lastID, streamMaxReplay)
+		read, err := s.store.ReadStream(ctx, st.session, st.token, st.lastID, streamMaxReplay)
 		if err != nil {
 			if isUnavailable(err) {
 				s.log.Warn("event stream catch-up", "err", err)
@@ -336,18 +354,36 @@ func (s *Server) catchUpNow(w *sseWriter, st *sseStream) bool {
 			}
 			return false // expired, deleted, or taken over
 		}
-		st.expires = expires
-		for _, m := range msgs {
+		if s.nodeChanged(st, read.Node, "catch-up") {
+			return false
+		}
+		st.expires = read.ExpiresAt
+		for _, m := range read.Messages {
 			w.message(m)
 			st.lastID = m.StreamID
 		}
 		if w.flush() != nil {
 			return false
 		}
-		if len(msgs) < streamMaxReplay {
+		if len(read.Messages) < streamMaxReplay {
 			return true
 		}
 	}
+}
+
+// nodeChanged reports whether node, the Redis node that published an event
+// or answered a read, is not the one whose history st has sent; then the
+// stream must end (see sseStream.node), and it is counted and logged. An
+// unknown node on either side (a node of an older version published it, or
+// a standalone Redis) is no change: mixed versions never end a stream.
+func (s *Server) nodeChanged(st *sseStream, node, via string) bool {
+	if node == "" || st.node == "" || node == st.node {
+		return false
+	}
+	s.metrics.streamNodeChanged.Inc()
+	s.log.Info("event stream ended: another Redis node answers for the mailbox; the client reconnects and lists",
+		"mailbox", st.mailbox.String(), "request_id", st.rid, "via", via, "from_node", st.node, "to_node", node)
+	return true
 }
 
 // streamIDAfter reports whether Redis stream id a ("ms-seq") is after b.

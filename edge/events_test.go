@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -28,6 +30,7 @@ type stream struct {
 	ended  chan struct{} // closed when the body ends (EOF or error)
 	mu     sync.Mutex
 	raw    strings.Builder
+	endErr error // why the body ended: io.EOF for a clean end of the chunked body
 }
 
 // openStream opens GET /events with u's jar; extra headers as pairs.
@@ -68,6 +71,9 @@ func (u *user) openStream(headers ...string) (*stream, *result) {
 			line, err := br.ReadString('\n')
 			s.mu.Lock()
 			s.raw.WriteString(line)
+			if err != nil {
+				s.endErr = err
+			}
 			s.mu.Unlock()
 			if err != nil {
 				return
@@ -467,5 +473,127 @@ func TestEventsLostPublicationCaughtUp(t *testing.T) {
 	}
 	if ev := s.next(t, 3*time.Second); !strings.Contains(ev.data, id) || !strings.Contains(ev.data, "never published") {
 		t.Fatalf("event %+v, want the unpublished message %s", ev, id)
+	}
+}
+
+// publishMessageEvent publishes on the mailbox's channel a message event for
+// a message that is not stored, as deliver.lua would on node (no "node"
+// field when node is "": the payload of a node older than that field).
+func (e *env) publishMessageEvent(addr, sid, node string) uuid.UUID {
+	e.t.Helper()
+	id := uuid.New()
+	payload := `{"type":"message","sid":"` + sid + `",`
+	if node != "" {
+		payload += `"node":"` + node + `",`
+	}
+	payload += `"summary":{"id":"` + id.String() + `","from":"ghost@example.org","subject":"fabricated","status":"ready"}}`
+	ch := e.store.Channel(storage.TagOf(addr))
+	if err := e.client.Do(context.Background(), e.client.B().Spublish().Channel(ch).Message(payload).Build()).Error(); err != nil {
+		e.t.Fatalf("SPUBLISH: %v", err)
+	}
+	return id
+}
+
+// awaitSubscribed waits until n edge subscriptions listen on the mailbox's
+// channel, so that a publication from now on reaches them.
+func (e *env) awaitSubscribed(addr string, n int64) {
+	e.t.Helper()
+	ch := e.store.Channel(storage.TagOf(addr))
+	for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		res, err := e.client.Do(context.Background(), e.client.B().PubsubShardnumsub().Channel(ch).Build()).ToArray()
+		if err != nil || len(res) != 2 {
+			e.t.Fatalf("PUBSUB SHARDNUMSUB: %v %v", res, err)
+		}
+		if got, _ := res[1].AsInt64(); got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("%d subscriptions on %s, want %d", n, ch, n)
+		}
+	}
+}
+
+// farSID is a stream id far past any the test cluster will assign.
+func farSID() string { return strconv.FormatInt(time.Now().Add(24*time.Hour).UnixMilli(), 10) + "-0" }
+
+// TestEventsEndWhenAnotherNodePublishes: stream ids order one Redis node's
+// history only. A message event published by another node than the one the
+// stream's history came from (after a failover: the cut-off primary
+// published a delivery the heal discarded, with an id above those the
+// promoted replica stores) must end the stream, so that the client
+// reconnects and lists instead of waiting, after that id, for messages whose
+// ids are below it. Without that, the real message below is never sent: its
+// event's id is below the fabricated one, and so is its catch-up read.
+func TestEventsEndWhenAnotherNodePublishes(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(c *edge.Config, _ *ratelimit.Config) { c.Heartbeat = 200 * time.Millisecond })
+	u := e.newUser("")
+	m := u.open()
+	addr := m["address"].(string)
+	s, _ := u.openStream()
+	<-s.events // retry
+	first := e.deliver(addr, "from the owner")
+	assertMessageEvent(t, s.next(t, 5*time.Second), first)
+	e.awaitSubscribed(addr, 1)
+
+	ghost := e.publishMessageEvent(addr, farSID(), strings.Repeat("0", 39)+"1") // no node of the cluster
+	stored := e.deliver(addr, "stored after the other node's event")
+	s.waitEnd(t, 2*time.Second)
+	s.mu.Lock()
+	raw, endErr := s.raw.String(), s.endErr
+	s.mu.Unlock()
+	if endErr != io.EOF {
+		t.Errorf("the stream ended with %v, want a clean end of its body (io.EOF)", endErr)
+	}
+	if strings.Contains(raw, ghost.String()) {
+		t.Errorf("the other node's event was sent before the end:\n%s", raw)
+	}
+	if strings.Contains(raw, "replaced") {
+		t.Errorf("a node change ended the stream with the replaced comment (clients would pause a minute):\n%s", raw)
+	}
+	if logs := e.logs.String(); !strings.Contains(logs, "another Redis node answers for the mailbox") {
+		t.Errorf("no log line for the node change:\n%s", logs)
+	}
+
+	// The client reconnects and lists, as the spec says: the list has the
+	// real message, and the new stream carries the next one.
+	s2, _ := u.openStream()
+	<-s2.events // retry
+	r := u.do("GET", "/messages", "")
+	u.want(r, 200, "")
+	if !strings.Contains(string(r.raw), stored.ID.String()) {
+		t.Errorf("the list after the reconnect lacks the message stored after the node change: %s", r.raw)
+	}
+	if strings.Contains(string(r.raw), ghost.String()) {
+		t.Errorf("the list has the fabricated message: %s", r.raw)
+	}
+	next := e.deliver(addr, "on the new stream")
+	assertMessageEvent(t, s2.next(t, 5*time.Second), next)
+}
+
+// TestEventsOldNodePayloadKeepsStream: a message event without a node id (a
+// node of an older version published it, during a rolling upgrade) is
+// "node unknown", not "another node": the stream forwards it and stays open.
+func TestEventsOldNodePayloadKeepsStream(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(c *edge.Config, _ *ratelimit.Config) { c.Heartbeat = 200 * time.Millisecond })
+	u := e.newUser("")
+	m := u.open()
+	addr := m["address"].(string)
+	s, _ := u.openStream()
+	<-s.events // retry
+	e.awaitSubscribed(addr, 1)
+	old := e.publishMessageEvent(addr, farSID(), "")
+	if ev := s.next(t, 5*time.Second); ev.id != old.String() {
+		t.Fatalf("event %+v, want the old node's message %s", ev, old)
+	}
+	// Heartbeats (catch-up reads, answered by the mailbox's node) come and go.
+	select {
+	case <-s.ended:
+		t.Fatal("an event without a node id ended the stream")
+	case <-time.After(time.Second):
+	}
+	if logs := e.logs.String(); strings.Contains(logs, "another Redis node answers for the mailbox") {
+		t.Errorf("a node change was logged for an event without a node id:\n%s", logs)
 	}
 }

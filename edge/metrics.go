@@ -11,7 +11,9 @@ type Metrics struct {
 	redisErrors   prometheus.Counter
 	rejections    *prometheus.CounterVec // rate-limit rejections by kind
 	accessDropped prometheus.Counter     // access-log lines over AccessLogRate
-	reg           prometheus.Registerer  // for the series New adds (nil: none)
+	// event streams ended because another Redis node answers for their mailbox
+	streamNodeChanged prometheus.Counter
+	reg               prometheus.Registerer // for the series New adds (nil: none)
 }
 
 // NewMetrics registers the edge's series on reg (nil: unregistered, for tests).
@@ -33,9 +35,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		accessDropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "mayfly_http_access_log_dropped_total", Help: "Access-log lines dropped over MAYFLY_ACCESS_LOG_RATE.",
 		}),
+		streamNodeChanged: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "mayfly_events_streams_node_changed_total",
+			Help: "Event streams ended because another Redis node now answers for their mailbox (a failover or a slot migration); each client reconnects and lists.",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.latency, m.redisErrors, m.rejections, m.accessDropped)
+		reg.MustRegister(m.requests, m.latency, m.redisErrors, m.rejections, m.accessDropped, m.streamNodeChanged)
 	}
 	m.reg = reg
 	return m

@@ -35,7 +35,11 @@ type Event struct {
 	Message   Summary   // EventMessage
 	ExpiresAt time.Time // EventExtended
 	Token     string    // EventTakeover: the token of the stream that took over
-	session   string    // EventRevoked: the digest of the revoked session
+	// Node is the id of the cluster node that published a message event:
+	// the node whose stream holds that message. Empty when unknown (a node
+	// older than the field, or a standalone server): compare only when set.
+	Node    string
+	session string // EventRevoked: the digest of the revoked session
 }
 
 // Revokes reports whether ev revoked session: a stream opened with it must
@@ -60,6 +64,7 @@ func ParseEvent(payload []byte) (Event, error) {
 		Expires int64     `json:"expires"`
 		Token   string    `json:"token"`
 		Session string    `json:"session"`
+		Node    string    `json:"node"`
 		// The summary of a message event (deliver.lua); events published
 		// before the pre-encoded layout carry id, from, subject and status
 		// at the top level instead.
@@ -77,7 +82,7 @@ func ParseEvent(payload []byte) (Event, error) {
 		if err != nil {
 			return Event{}, fmt.Errorf("storage: event: %w", err)
 		}
-		return Event{Type: raw.Type, Message: Summary{
+		return Event{Type: raw.Type, Node: raw.Node, Message: Summary{
 			ID: id, From: raw.From, Subject: raw.Subject, Status: raw.Status,
 			StreamID: raw.SID, ReceivedAt: streamTime(raw.SID),
 		}}, nil
@@ -98,6 +103,16 @@ type StreamStart struct {
 	Mailbox Mailbox
 	LastID  string    // stream id of the last entry the stream has covered
 	Replay  []Summary // messages after Last-Event-ID, oldest first
+	// Node is the id of the cluster node that answered: the node whose
+	// stream ids LastID and Replay are ('' when unknown, as Event.Node).
+	Node string
+}
+
+// StreamRead is what ReadStream found.
+type StreamRead struct {
+	Messages  []Summary // after the entry asked for, oldest first
+	ExpiresAt time.Time // the mailbox's current expiry
+	Node      string    // the node that answered, as StreamStart.Node
 }
 
 // OpenStream validates session, makes token the mailbox's current event
@@ -117,7 +132,7 @@ func (s *Store) OpenStream(ctx context.Context, session Credential, token string
 	if err != nil {
 		return StreamStart{}, unavailable("open stream", err)
 	}
-	if code, _ := res[0].AsInt64(); code != 1 || len(res) < 7 {
+	if code, _ := res[0].AsInt64(); code != 1 || len(res) < 8 {
 		return StreamStart{}, ErrSessionInvalid
 	}
 	m, err := parseMailbox(res[1:6])
@@ -126,39 +141,42 @@ func (s *Store) OpenStream(ctx context.Context, session Credential, token string
 	}
 	st := StreamStart{Mailbox: m}
 	st.LastID, _ = res[6].ToString()
-	if st.Replay, err = parseEntries(res[7:]); err != nil {
+	st.Node, _ = res[7].ToString()
+	if st.Replay, err = parseEntries(res[8:]); err != nil {
 		return StreamStart{}, unavailable("open stream", err)
 	}
 	return st, nil
 }
 
 // ReadStream returns up to max messages after the stream entry afterID, for
-// the stream token of session's mailbox, with the mailbox's current expiry.
+// the stream token of session's mailbox, with the mailbox's current expiry
+// and the node that answered.
 // Errors: ErrSessionInvalid (the mailbox expired or was deleted),
 // ErrStreamReplaced, ErrUnavailable.
-func (s *Store) ReadStream(ctx context.Context, session Credential, token, afterID string, max int) ([]Summary, time.Time, error) {
+func (s *Store) ReadStream(ctx context.Context, session Credential, token, afterID string, max int) (StreamRead, error) {
 	t := session.Tag
 	res, err := s.scripts.streamRead.Exec(ctx, s.client, []string{s.keys.box(t), s.keys.msgs(t)}, []string{
 		session.digest(), token, afterID, strconv.Itoa(max),
 	}).ToArray()
 	if err != nil {
-		return nil, time.Time{}, unavailable("read stream", err)
+		return StreamRead{}, unavailable("read stream", err)
 	}
 	switch code, _ := res[0].AsInt64(); {
 	case code == 2:
-		return nil, time.Time{}, ErrStreamReplaced
-	case code != 1 || len(res) < 2:
-		return nil, time.Time{}, ErrSessionInvalid
+		return StreamRead{}, ErrStreamReplaced
+	case code != 1 || len(res) < 3:
+		return StreamRead{}, ErrSessionInvalid
 	}
 	exp, err := res[1].AsInt64()
 	if err != nil {
-		return nil, time.Time{}, unavailable("read stream", err)
+		return StreamRead{}, unavailable("read stream", err)
 	}
-	out, err := parseEntries(res[2:])
+	node, _ := res[2].ToString()
+	out, err := parseEntries(res[3:])
 	if err != nil {
-		return nil, time.Time{}, unavailable("read stream", err)
+		return StreamRead{}, unavailable("read stream", err)
 	}
-	return out, msTime(exp), nil
+	return StreamRead{Messages: out, ExpiresAt: msTime(exp), Node: node}, nil
 }
 
 func parseEntries(vals []rueidis.RedisMessage) ([]Summary, error) {

@@ -380,6 +380,28 @@ func (tp *Topology) DurableWrites() map[string]float64 {
 	return out
 }
 
+// EdgeCounter sums the counter name (a series without labels) over the edge
+// nodes' admin listeners.
+func (tp *Topology) EdgeCounter(name string) float64 {
+	tp.t.Helper()
+	var sum float64
+	for _, n := range tp.Edges {
+		res, err := http.Get("http://" + n.Admin + "/metrics")
+		if err != nil {
+			tp.t.Fatalf("metrics of %s: %v", n.Admin, err)
+		}
+		sc := bufio.NewScanner(res.Body)
+		for sc.Scan() {
+			if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
+				f, _ := strconv.ParseFloat(v, 64)
+				sum += f
+			}
+		}
+		res.Body.Close()
+	}
+	return sum
+}
+
 // AddRedisNode starts one more Redis node beside the cluster's (same
 // settings, own cgroup), not yet part of it, and returns its address; the
 // topology's teardown stops it.

@@ -16,7 +16,10 @@
 -- A duplicate still writes (it re-sets that field), so that a WAIT after
 -- this call covers the first copy's replication too.
 -- Evicts the oldest messages while a cap is exceeded, then publishes
--- {"type":"message","sid":…,"summary":<summary JSON>} on the events channel.
+-- {"type":"message","sid":…,"node":<node id>,"summary":<summary JSON>} on
+-- the events channel. The node id lets an open stream tell that the node
+-- answering for the mailbox changed (edge/events.go); the edge re-encodes
+-- the summary for its clients, so the field never reaches them.
 -- It is the one call of a delivery, so it makes as few calls of its own as
 -- it can: one read of the box, one write of its counters, and the stream and
 -- bodies expiries set only when the mailbox held no message (otherwise they
@@ -55,5 +58,6 @@ while n > maxn or b > maxb do
   b = b - drop_message(old[1][1], old[1][2], true)
 end
 redis.call('HSET', KEYS[1], 'n', n, 'b', b)
-redis.call('SPUBLISH', KEYS[4], '{"type":"message","sid":"' .. sid .. '","summary":' .. ARGV[3] .. '}')
-return {1, sid, id, node_id()}
+local node = node_id()
+redis.call('SPUBLISH', KEYS[4], '{"type":"message","sid":"' .. sid .. '","node":"' .. node .. '","summary":' .. ARGV[3] .. '}')
+return {1, sid, id, node}

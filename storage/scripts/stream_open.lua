@@ -5,7 +5,9 @@
 -- ARGV: session digest, stream token, Last-Event-ID message id ('' = none),
 --       max entries to replay
 -- Reply: {0} session invalid; else {1, id, address, created, expires, max,
---        last stream id ('0-0' when empty), replayed entry, ...}. Replayed
+--        last stream id ('0-0' when empty), node id (see node_id in
+--        lib.lua: the node whose history the stream starts from), replayed
+--        entry, ...}. Replayed
 --        entries follow the Last-Event-ID message when it is a message of
 --        this mailbox; otherwise nothing is replayed and streaming starts at
 --        the current end of the stream.
@@ -13,7 +15,7 @@ local m = live_session(KEYS[1], ARGV[1], now_ms())
 if not m then return {0} end
 redis.call('HSET', KEYS[1], 'st', ARGV[2])
 redis.call('SPUBLISH', KEYS[4], cjson.encode({type = 'takeover', token = ARGV[2]}))
-local out = {1, m[1], m[2], m[3], m[4], m[5], '0-0'}
+local out = {1, m[1], m[2], m[3], m[4], m[5], '0-0', node_id()}
 local after = false
 if ARGV[3] ~= '' then after = redis.call('HGET', KEYS[3], ARGV[3]) end
 if after then

@@ -485,8 +485,9 @@ func (d *drill) check(name string) result {
 		}
 	}
 	report(d.t, r)
-	d.t.Logf("drill events | %d stored messages reached their client only by the list after a reconnect | %.0f streams ended by the edges because another Redis node answered for the mailbox |",
-		r.listedOnly, d.tp.EdgeCounter("mayfly_events_streams_node_changed_total"))
+	ended, gone := d.tp.EdgeCounter("mayfly_events_streams_node_changed_total")
+	d.t.Logf("drill events | %d stored messages reached their client only by the list after a reconnect | %.0f streams ended by the edges because another Redis node answered for the mailbox (%d edges killed, not counted) |",
+		r.listedOnly, ended, gone)
 	d.acceptedMu.Lock()
 	var secs []int
 	for sec := range d.tempsBySecond {

@@ -335,16 +335,27 @@ func (d *drill) stream(ctx context.Context, b *box) {
 			b.needList = true
 			b.mu.Unlock()
 		}
-		if res != nil {
-			if res.StatusCode == 500 {
-				d.http500.Add(1)
-			}
-			res.Body.Close()
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(300 * time.Millisecond):
-		}
+		d.discard(res)
+		pause(ctx, 300*time.Millisecond)
+	}
+}
+
+// discard closes an answer the drill does not read, counting a 500.
+func (d *drill) discard(res *http.Response) {
+	if res == nil {
+		return
+	}
+	if res.StatusCode == 500 {
+		d.http500.Add(1)
+	}
+	res.Body.Close()
+}
+
+// pause waits for dur or until ctx ends.
+func pause(ctx context.Context, dur time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(dur):
 	}
 }
 
@@ -356,16 +367,8 @@ func (d *drill) listAfterOpen(ctx context.Context, b *box) {
 		req, _ := http.NewRequestWithContext(ctx, "GET", d.tp.HTTPURL+"/messages?limit=100&offset="+strconv.Itoa(offset), nil)
 		res, err := b.u.http.Do(req)
 		if err != nil || res.StatusCode != 200 {
-			if res != nil {
-				if res.StatusCode == 500 {
-					d.http500.Add(1)
-				}
-				res.Body.Close()
-			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(200 * time.Millisecond):
-			}
+			d.discard(res)
+			pause(ctx, 200*time.Millisecond)
 			continue
 		}
 		var l struct {

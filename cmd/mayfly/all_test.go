@@ -283,15 +283,9 @@ func TestLoadConfigSMTP(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := loadConfig(func(k string) string { return tc.env[k] })
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("loadConfig error = %v, want one containing %q", err, tc.wantErr)
-				}
+			c, ok := configCase(t, tc.env, tc.wantErr)
+			if !ok {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			tc.check(t, c)
 		})
@@ -310,4 +304,22 @@ func TestUsageNamesCommands(t *testing.T) {
 	if err := run(context.Background(), []string{"bogus"}, func(string) string { return "" }, io.Discard, &out); err == nil {
 		t.Error("run(bogus) succeeded")
 	}
+}
+
+// configCase loads the configuration of env. With wantErr set it checks that
+// loading fails with an error containing it and returns false; otherwise it
+// fails the test on any error.
+func configCase(t *testing.T, env map[string]string, wantErr string) (config, bool) {
+	t.Helper()
+	c, err := loadConfig(func(k string) string { return env[k] })
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("loadConfig error = %v, want one containing %q", err, wantErr)
+		}
+		return config{}, false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, true
 }

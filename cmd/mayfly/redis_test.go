@@ -322,15 +322,9 @@ func TestLoadConfigRedisSecurity(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			c, err := loadConfig(func(k string) string { return tc.env[k] })
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("loadConfig error = %v, want one containing %q", err, tc.wantErr)
-				}
+			c, ok := configCase(t, tc.env, tc.wantErr)
+			if !ok {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			tc.check(t, c.redis)
 		})

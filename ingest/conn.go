@@ -33,22 +33,28 @@ type conn struct {
 	// (Config.MaxRefusedRcpts); only the session's goroutine touches it.
 	refusedRcpts int
 
-	mu     sync.Mutex
-	end    time.Time // SessionTimeout: no read deadline goes past it
-	stop   time.Time // when Shutdown began; zero before
-	inData bool      // Shutdown lets a DATA in progress finish
+	mu      sync.Mutex
+	end     time.Time // SessionTimeout: no read deadline goes past it
+	stop    time.Time // when Shutdown began; zero before
+	inData  bool      // Shutdown lets a DATA or BDAT transfer in progress finish
+	dataEnd time.Time // DataTimeout: the end of the transfer in progress
 
 	hangup atomic.Int32 // 0 open, 1 close after the next write, 2 closing
 	closed sync.Once
 }
 
-// clamp bounds a read deadline by the session's end and, for a command, by
+// clamp bounds a read deadline by the session's end; during a message
+// transfer by its end too (DataTimeout bounds a whole BDAT transfer, the
+// commands between its chunks included); otherwise, for a command, by
 // Shutdown.
 func (c *conn) clamp(t time.Time, command bool) time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	end := c.end
-	if command && !c.stop.IsZero() {
+	switch {
+	case c.inData:
+		end = minTime(end, c.dataEnd)
+	case command && !c.stop.IsZero():
 		end = c.stop
 	}
 	if t.IsZero() || t.After(end) {
@@ -87,21 +93,32 @@ func (c *conn) hangUp() { c.hangup.CompareAndSwap(0, 1) }
 // pipelined after the refusal are answered without touching Redis.
 func (c *conn) hungUp() bool { return c.hangup.Load() != 0 }
 
-// startData marks a DATA in progress and sets its whole-transfer deadline.
-// A DATA the client already started (it got 354) may finish even when
-// Shutdown began a moment before: only the session's end bounds it, and
-// Shutdown's own context bounds the wait.
-func (c *conn) startData(d time.Duration) {
+// startData marks a message transfer in progress (a DATA, or a BDAT
+// transfer from its first chunk to its last) and sets its whole-transfer
+// deadline, which it returns. A transfer the client already started may
+// finish even when Shutdown began a moment before: only the session's end
+// bounds it, and Shutdown's own context bounds the wait.
+func (c *conn) startData(d time.Duration) time.Time {
 	c.mu.Lock()
+	c.dataEnd = minTime(time.Now().Add(d), c.end)
 	c.inData = true
+	end := c.dataEnd
 	c.mu.Unlock()
-	_ = c.Conn.SetReadDeadline(c.clamp(time.Now().Add(d), false))
+	_ = c.Conn.SetReadDeadline(end)
+	return end
 }
 
 func (c *conn) endData() {
 	c.mu.Lock()
 	c.inData = false
 	c.mu.Unlock()
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // shutdown ends the session at its next command: an idle read returns at

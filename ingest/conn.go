@@ -15,6 +15,15 @@ import (
 // closed.
 const lingerTime = 500 * time.Millisecond
 
+// maxLingering caps the connections refused before their session (421 at
+// accept: rate, per-IP or node session cap) that linger at once on a node.
+// They hold no session slot, so without a cap a flood of refused
+// connections would hold a descriptor and a goroutine each for up to
+// lingerTime outside every other cap. Past it a refused connection is
+// closed right after its 421; the client may then miss the reply if it
+// pipelined (a reset), which a flood deserves.
+const maxLingering = 64
+
 // conn is an admitted connection. It holds the session slot until closed,
 // clamps every read deadline to the session's end (SessionTimeout; for
 // commands also the start of Shutdown), and can hang up right after the
@@ -144,6 +153,21 @@ func (c *conn) linger() {
 	_ = c.Conn.SetReadDeadline(time.Now().Add(lingerTime))
 	_, _ = io.Copy(io.Discard, io.LimitReader(c.Conn, 64<<10))
 	c.Close()
+}
+
+// closeRefused closes a connection refused before its session, right after
+// its 421: lingering (see linger) while fewer than maxLingering refused
+// connections do, at once otherwise.
+func (c *conn) closeRefused() {
+	if c.srv.lingering.Add(1) > maxLingering {
+		c.srv.lingering.Add(-1)
+		c.Close()
+		return
+	}
+	c.srv.metrics.lingering.Inc()
+	c.linger()
+	c.srv.metrics.lingering.Dec()
+	c.srv.lingering.Add(-1)
 }
 
 // Close closes the connection and frees its session slot; later calls are

@@ -102,7 +102,8 @@ wait_redis() {
 # load_profile NAME — the local/CI profile for `make run` and `make
 # cluster-demo`: dev fills every MAYFLY_* variable of deploy/dev.env that the
 # environment leaves unset (relaxed request rate, creation windows, active
-# cap) and exports it; spec keeps the binary's defaults (the public spec's).
+# cap, SMTP limits) and exports it; spec keeps the binary's defaults (the
+# public spec's).
 # Sets profile_note, a line or two for the banner.
 load_profile() {
 	local key value relaxed=()

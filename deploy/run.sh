@@ -7,7 +7,8 @@
 # the ports the README promises: HTTP 127.0.0.1:8080, SMTP 127.0.0.1:2525,
 # admin 127.0.0.1:9090. Every MAYFLY_* variable set in the environment wins.
 # MAYFLY_RUN_PROFILE=dev (the default) fills the unset ones from
-# deploy/dev.env (relaxed request rate, creation windows and active cap);
+# deploy/dev.env (relaxed request rate, creation windows, active cap, SMTP
+# connection, mail and session limits);
 # MAYFLY_RUN_PROFILE=spec keeps the binary's defaults, the public spec's.
 # Ctrl-C (or SIGTERM) stops Mayfly, then the Redis, and removes the temp dir.
 set -euo pipefail

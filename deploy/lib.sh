@@ -60,6 +60,20 @@ pid_alive() {
 	[[ -n $stat && ${stat%% *} != Z ]]
 }
 
+# ppid_of PID: the parent of PID, from /proc; fails when PID is gone.
+ppid_of() {
+	local stat
+	stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+	stat=${stat##*) }
+	stat=${stat#* }
+	printf '%s\n' "${stat%% *}"
+}
+
+# sig_caught PID: the mask of signals PID catches (SigCgt), empty when gone.
+sig_caught() {
+	sed -n 's/^SigCgt:[[:space:]]*//p' "/proc/$1/status" 2>/dev/null || true
+}
+
 # pid_in_dir PID DIR: true when PID is alive and its working directory is DIR.
 # redis-server chdirs to its --dir, so this tells our servers apart from any
 # other process that happens to reuse a recorded pid or port.

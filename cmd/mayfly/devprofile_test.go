@@ -8,6 +8,7 @@ import (
 	"net/smtp"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -82,6 +83,22 @@ func TestDevProfileFitsATestSuite(t *testing.T) {
 	} {
 		if l.got < l.need {
 			t.Errorf("dev profile: %s = %d, a 1,000-test suite from one IP needs at least %d", l.name, l.got, l.need)
+		}
+	}
+	// make cluster-demo's haproxy, per 10 s where a rate.
+	lb := func(k string) int { n, _ := strconv.Atoi(env[k]); return n }
+	for _, l := range []struct {
+		name string
+		need int
+	}{
+		{"MAYFLY_LB_SMTP_CONNS_PER_IP", suiteParallel * suiteMails},
+		{"MAYFLY_LB_SMTP_CONN_RATE", perMinute * suiteMails / 6},
+		{"MAYFLY_LB_HTTP_CONNS_PER_IP", 2 * suiteParallel},
+		{"MAYFLY_LB_HTTP_CONNS_PER_IP_HARD", 2 * suiteParallel},
+		{"MAYFLY_LB_HTTP_REQ_RATE", 10 * 6 * suiteParallel},
+	} {
+		if got := lb(l.name); got < l.need {
+			t.Errorf("dev profile: %s = %d, a 1,000-test suite from one IP needs at least %d (make cluster-demo's haproxy)", l.name, got, l.need)
 		}
 	}
 	if c.cookieSecure {

@@ -15,8 +15,9 @@ GO ?= go
 build:
 	$(GO) build -o bin/mayfly ./cmd/mayfly
 
+# exec: run.sh is make's own child, which make's SIGTERM reaches.
 run:
-	MAYFLY_RUN_MODE=$(RUN_MODE) bash deploy/run.sh
+	exec env MAYFLY_RUN_MODE=$(RUN_MODE) bash deploy/run.sh
 
 # Starts a private Redis Cluster, runs every test with -race against it and
 # always tears the cluster down. Narrow it with `make test PKGS=./storage/...`

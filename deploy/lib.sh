@@ -60,6 +60,20 @@ pid_alive() {
 	[[ -n $stat && ${stat%% *} != Z ]]
 }
 
+# ppid_of PID: the parent of PID, from /proc; fails when PID is gone.
+ppid_of() {
+	local stat
+	stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+	stat=${stat##*) }
+	stat=${stat#* }
+	printf '%s\n' "${stat%% *}"
+}
+
+# sig_caught PID: the mask of signals PID catches (SigCgt), empty when gone.
+sig_caught() {
+	sed -n 's/^SigCgt:[[:space:]]*//p' "/proc/$1/status" 2>/dev/null || true
+}
+
 # pid_in_dir PID DIR: true when PID is alive and its working directory is DIR.
 # redis-server chdirs to its --dir, so this tells our servers apart from any
 # other process that happens to reuse a recorded pid or port.
@@ -102,7 +116,8 @@ wait_redis() {
 # load_profile NAME — the local/CI profile for `make run` and `make
 # cluster-demo`: dev fills every MAYFLY_* variable of deploy/dev.env that the
 # environment leaves unset (relaxed request rate, creation windows, active
-# cap) and exports it; spec keeps the binary's defaults (the public spec's).
+# cap, SMTP limits) and exports it; spec keeps the binary's defaults (the
+# public spec's).
 # Sets profile_note, a line or two for the banner.
 load_profile() {
 	local key value relaxed=()

@@ -7,9 +7,15 @@
 # the ports the README promises: HTTP 127.0.0.1:8080, SMTP 127.0.0.1:2525,
 # admin 127.0.0.1:9090. Every MAYFLY_* variable set in the environment wins.
 # MAYFLY_RUN_PROFILE=dev (the default) fills the unset ones from
-# deploy/dev.env (relaxed request rate, creation windows and active cap);
+# deploy/dev.env (relaxed request rate, creation windows, active cap, SMTP
+# connection, mail and session limits);
 # MAYFLY_RUN_PROFILE=spec keeps the binary's defaults, the public spec's.
-# Ctrl-C (or SIGTERM) stops Mayfly, then the Redis, and removes the temp dir.
+# Ctrl-C, SIGTERM or SIGHUP stops Mayfly, then the Redis, and removes the
+# temp dir; so does the end of either server, and so does a signal to the
+# `make` that started this script (`kill <pid of make>`, `nohup make run &`
+# then `kill $!`): make forwards SIGTERM to its child (the Makefile execs
+# this script, so that is us), but on SIGHUP it only waits for its children,
+# so a watchdog notices the parent dying or handling a fatal signal.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -48,10 +54,16 @@ make -C "$repo" --no-print-directory build
 dir=$(mktemp -d "${TMPDIR:-/tmp}/mayfly-run.XXXXXX")
 redis_pid=
 mayfly_pid=
+watchdog_pid=
 
 cleanup() {
 	local rc=$?
-	trap - EXIT INT TERM
+	# A second signal (the watchdog's, make's) must not cut the cleanup short.
+	trap - EXIT
+	trap '' INT TERM HUP
+	if [[ -n $watchdog_pid ]]; then
+		kill -TERM "$watchdog_pid" 2>/dev/null || true
+	fi
 	if [[ -n $mayfly_pid ]] && kill -0 "$mayfly_pid" 2>/dev/null; then
 		kill -TERM "$mayfly_pid" 2>/dev/null || true
 		wait "$mayfly_pid" 2>/dev/null || true
@@ -66,9 +78,11 @@ cleanup() {
 }
 trap cleanup EXIT
 # Forward the signal so Mayfly shuts down gracefully: a background child of a
-# non-interactive shell does not get the terminal's Ctrl-C by itself.
+# non-interactive shell does not get the terminal's Ctrl-C by itself. SIGHUP
+# becomes SIGTERM (Mayfly's graceful stop).
 on_signal() {
 	local sig=$1 code=$2
+	[[ $sig == HUP ]] && sig=TERM
 	if [[ -n $mayfly_pid ]]; then
 		kill -"$sig" "$mayfly_pid" 2>/dev/null || true
 		wait "$mayfly_pid" 2>/dev/null || true
@@ -77,6 +91,23 @@ on_signal() {
 }
 trap 'on_signal INT 130' INT
 trap 'on_signal TERM 143' TERM
+trap 'on_signal HUP 129' HUP
+
+# The watchdog: SIGTERM to this script when its parent (make, or the shell
+# that ran it) is gone, or handles a fatal signal. GNU make's handler for
+# SIGHUP (and SIGINT, SIGQUIT) resets the signal to its default, then waits
+# for its children before dying: so a change in the signals the parent
+# catches (SigCgt) is the parent going down, waiting for us.
+parent=$PPID
+parent_sigs=$(sig_caught "$parent")
+(
+	trap - EXIT INT TERM HUP
+	while [[ $(ppid_of $$) == "$parent" && $(sig_caught "$parent") == "$parent_sigs" ]]; do
+		sleep 0.3
+	done
+	kill -TERM $$ 2>/dev/null
+) </dev/null >/dev/null 2>&1 &
+watchdog_pid=$!
 
 for ((tries = 0; tries < 20; tries++)); do
 	[[ -z ${MAYFLY_REDIS_ADDRS:-} ]] || break # the environment names a Redis: use it
@@ -98,6 +129,12 @@ if [[ -z ${MAYFLY_REDIS_ADDRS:-} ]]; then
 	export MAYFLY_REDIS_ADDRS=127.0.0.1:$redis_port
 fi
 
+# The CLI's default base is the default HTTP address; any other is given
+# the way the README does, through MAYFLY_URL.
+cli_base=
+[[ $http_addr == 127.0.0.1:8080 ]] || cli_base="  export MAYFLY_URL=http://$http_addr/v1
+"
+
 cat <<EOF
 
 Mayfly ($mode) on http://$http_addr  smtp $smtp_addr  admin http://$admin_addr
@@ -111,20 +148,30 @@ Quick start (copy-paste; <id> and <address> come from the first reply):
   swaks --server $smtp_addr --to <address> --from test@example.org --header 'Subject: hello' --body 'your code is 123456'
   curl -s -N -c jar -b jar http://$http_addr/v1/events
 
-Or with the client tool (another terminal):
-  addr=\$(bin/mayfly inbox --base http://$http_addr/v1 new)
+Or with the CLI, \`mayfly inbox\` (from this checkout: bin/mayfly inbox), in another terminal:
+${cli_base}  addr=\$(bin/mayfly inbox new)
   swaks --server $smtp_addr --to "\$addr" --header 'Subject: Your code' --body 'your code is 123456'
-  bin/mayfly inbox --base http://$http_addr/v1 wait --subject 'Your code' --timeout 60s
+  bin/mayfly inbox wait --subject 'Your code' --timeout 60s
 
-Ctrl-C stops Mayfly and its Redis.
+Ctrl-C (or kill -TERM / -HUP of make or of this script) stops Mayfly and its Redis.
 
 EOF
 
 "$repo/bin/mayfly" "$mode" &
 mayfly_pid=$!
+# Whichever server ends first ends the run (cleanup stops the other).
 set +e
-wait "$mayfly_pid"
+if [[ -n $redis_pid ]]; then
+	wait -n "$mayfly_pid" "$redis_pid"
+else
+	wait "$mayfly_pid"
+fi
 rc=$?
 set -e
-mayfly_pid=
+if kill -0 "$mayfly_pid" 2>/dev/null; then
+	log "redis-server exited; stopping Mayfly"
+	rc=1
+else
+	mayfly_pid=
+fi
 exit "$rc"

@@ -348,6 +348,42 @@ func TestBodyTooLarge(t *testing.T) {
 	u.want(u.do("PATCH", "/mailboxes/current", `{"extension_minutes": 1`+strings.Repeat(" ", 20<<10)+`}`), 413, "BODY_TOO_LARGE")
 }
 
+// TestOutsideV1Hint: a request to a path outside /v1 (a base URL without
+// it) gets 404 ROUTE_NOT_FOUND whose message names /v1 and the path to try,
+// also in details; a missing path under /v1 gets the plain 404.
+func TestOutsideV1Hint(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	u := e.newUser("")
+	root := strings.TrimSuffix(e.base, "/v1")
+	for _, tc := range []struct{ method, path, try string }{
+		{"GET", "/mailboxes/current", "/v1/mailboxes/current"},
+		{"POST", "/mailboxes", "/v1/mailboxes"},
+		{"GET", "/messages/0b5e2a7c-3f1d-4e8a-9c6b-7d2e1f0a4b93", "/v1/messages/0b5e2a7c-3f1d-4e8a-9c6b-7d2e1f0a4b93"},
+		{"GET", "/", "/v1/openapi.yaml"},
+		{"GET", "/v2/mailboxes", "/v1/openapi.yaml"},
+		{"DELETE", "/mailboxes", "/v1/openapi.yaml"}, // not an endpoint under /v1 either
+	} {
+		e.base = root
+		r := u.do(tc.method, tc.path, "")
+		e.base = root + "/v1"
+		u.want(r, 404, "ROUTE_NOT_FOUND")
+		msg, _ := r.body["error"].(map[string]any)["message"].(string)
+		details, _ := r.body["error"].(map[string]any)["details"].(map[string]any)
+		if !strings.Contains(msg, "the API is under /v1") || !strings.Contains(msg, "try "+tc.try) {
+			t.Errorf("%s %s: message %q, want the /v1 hint and %q", tc.method, tc.path, msg, tc.try)
+		}
+		if details["api_prefix"] != "/v1" || details["try"] != tc.try {
+			t.Errorf("%s %s: details %v, want api_prefix /v1 and try %q", tc.method, tc.path, details, tc.try)
+		}
+	}
+	r := u.do("GET", "/nope", "")
+	u.want(r, 404, "ROUTE_NOT_FOUND")
+	if strings.Contains(string(r.raw), "try") {
+		t.Errorf("GET /v1/nope: %s, want no hint (already under /v1)", r.raw)
+	}
+}
+
 func TestRoutingErrorsAndNoCORS(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)

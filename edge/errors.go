@@ -46,6 +46,7 @@ var (
 	errMailboxNotFound   = &apiError{status: 404, code: "MAILBOX_NOT_FOUND", message: "The mailbox does not exist, expired or was deleted."}
 	errMessageNotFound   = &apiError{status: 404, code: "MESSAGE_NOT_FOUND", message: "The message does not exist in the current mailbox."}
 	errRouteNotFound     = &apiError{status: 404, code: "ROUTE_NOT_FOUND", message: "No such endpoint."}
+	errOutsideV1         = &apiError{status: 404, code: "ROUTE_NOT_FOUND", message: "No such endpoint: the API is under /v1."} // message completed by outsideV1
 	errMethodNotAllowed  = &apiError{status: 405, code: "METHOD_NOT_ALLOWED", message: "This endpoint does not support the method."}
 	errRateLimited       = &apiError{status: 429, code: "RATE_LIMITED", message: "Too many requests from this address; retry after a second.", retryAfter: 1}
 	errCreationLimited   = &apiError{status: 429, code: "CREATION_RATE_LIMITED", message: "Too many mailboxes created from this address; wait for the window to reset."}

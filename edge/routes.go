@@ -51,7 +51,7 @@ func (s *Server) routes() fasthttp.RequestHandler {
 	v1.DELETE("/messages/{message_id}", s.wrap("DELETE /messages/{id}", s.handleDeleteMessage))
 	v1.GET("/events", s.wrap("GET /events", s.handleEvents))
 
-	r.NotFound = s.wrap("not found", func(*fasthttp.RequestCtx, *call) error { return errRouteNotFound })
+	r.NotFound = s.wrap("not found", func(ctx *fasthttp.RequestCtx, _ *call) error { return outsideV1(r, ctx) })
 	r.MethodNotAllowed = s.wrap("method not allowed", func(ctx *fasthttp.RequestCtx, _ *call) error {
 		// The router lists OPTIONS as allowed, but we answer it with 405 too.
 		var allow []string
@@ -177,4 +177,27 @@ func (s *Server) fail(ctx *fasthttp.RequestCtx, route string, err error) {
 		s.log.Error("request failed", "route", route, "request_id", requestID(ctx), "err", err)
 	}
 	writeError(ctx, ae)
+}
+
+// apiPrefix is where every endpoint lives.
+const apiPrefix = "/v1"
+
+// outsideV1 is the 404 of a path no route matches. A path outside /v1 (a
+// base URL without it, the usual mistake) gets ROUTE_NOT_FOUND with a hint:
+// the message and details name /v1 and the path to try instead, which is
+// /v1 plus the path when that is an endpoint for the method, else the API
+// description /v1/openapi.yaml. Other unknown paths get the plain
+// ROUTE_NOT_FOUND.
+func outsideV1(r *router.Router, ctx *fasthttp.RequestCtx) error {
+	path := string(ctx.Path())
+	if path == apiPrefix || strings.HasPrefix(path, apiPrefix+"/") {
+		return errRouteNotFound
+	}
+	try := apiPrefix + "/openapi.yaml"
+	if h, _ := r.Lookup(string(ctx.Method()), apiPrefix+path, ctx); h != nil {
+		try = apiPrefix + path
+	}
+	e := errOutsideV1.with(map[string]any{"api_prefix": apiPrefix, "try": try})
+	e.message = "No such endpoint: the API is under " + apiPrefix + " (is it missing from the base URL?): try " + try + "."
+	return e
 }

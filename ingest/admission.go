@@ -80,7 +80,7 @@ func (s *Server) refuseConn(c *conn, err error) {
 	s.log.Debug("smtp connection refused", "ip", c.ip, "reason", reason(err))
 	_ = c.Conn.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
 	_ = writeReply(c.Conn, err)
-	c.linger()
+	c.closeRefused()
 }
 
 // allow counts one hit of client against r and returns refused when over

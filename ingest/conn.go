@@ -15,6 +15,15 @@ import (
 // closed.
 const lingerTime = 500 * time.Millisecond
 
+// maxLingering caps the connections refused before their session (421 at
+// accept: rate, per-IP or node session cap) that linger at once on a node.
+// They hold no session slot, so without a cap a flood of refused
+// connections would hold a descriptor and a goroutine each for up to
+// lingerTime outside every other cap. Past it a refused connection is
+// closed right after its 421; the client may then miss the reply if it
+// pipelined (a reset), which a flood deserves.
+const maxLingering = 64
+
 // conn is an admitted connection. It holds the session slot until closed,
 // clamps every read deadline to the session's end (SessionTimeout; for
 // commands also the start of Shutdown), and can hang up right after the
@@ -33,22 +42,28 @@ type conn struct {
 	// (Config.MaxRefusedRcpts); only the session's goroutine touches it.
 	refusedRcpts int
 
-	mu     sync.Mutex
-	end    time.Time // SessionTimeout: no read deadline goes past it
-	stop   time.Time // when Shutdown began; zero before
-	inData bool      // Shutdown lets a DATA in progress finish
+	mu      sync.Mutex
+	end     time.Time // SessionTimeout: no read deadline goes past it
+	stop    time.Time // when Shutdown began; zero before
+	inData  bool      // Shutdown lets a DATA or BDAT transfer in progress finish
+	dataEnd time.Time // DataTimeout: the end of the transfer in progress
 
 	hangup atomic.Int32 // 0 open, 1 close after the next write, 2 closing
 	closed sync.Once
 }
 
-// clamp bounds a read deadline by the session's end and, for a command, by
+// clamp bounds a read deadline by the session's end; during a message
+// transfer by its end too (DataTimeout bounds a whole BDAT transfer, the
+// commands between its chunks included); otherwise, for a command, by
 // Shutdown.
 func (c *conn) clamp(t time.Time, command bool) time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	end := c.end
-	if command && !c.stop.IsZero() {
+	switch {
+	case c.inData:
+		end = minTime(end, c.dataEnd)
+	case command && !c.stop.IsZero():
 		end = c.stop
 	}
 	if t.IsZero() || t.After(end) {
@@ -87,21 +102,32 @@ func (c *conn) hangUp() { c.hangup.CompareAndSwap(0, 1) }
 // pipelined after the refusal are answered without touching Redis.
 func (c *conn) hungUp() bool { return c.hangup.Load() != 0 }
 
-// startData marks a DATA in progress and sets its whole-transfer deadline.
-// A DATA the client already started (it got 354) may finish even when
-// Shutdown began a moment before: only the session's end bounds it, and
-// Shutdown's own context bounds the wait.
-func (c *conn) startData(d time.Duration) {
+// startData marks a message transfer in progress (a DATA, or a BDAT
+// transfer from its first chunk to its last) and sets its whole-transfer
+// deadline, which it returns. A transfer the client already started may
+// finish even when Shutdown began a moment before: only the session's end
+// bounds it, and Shutdown's own context bounds the wait.
+func (c *conn) startData(d time.Duration) time.Time {
 	c.mu.Lock()
+	c.dataEnd = minTime(time.Now().Add(d), c.end)
 	c.inData = true
+	end := c.dataEnd
 	c.mu.Unlock()
-	_ = c.Conn.SetReadDeadline(c.clamp(time.Now().Add(d), false))
+	_ = c.Conn.SetReadDeadline(end)
+	return end
 }
 
 func (c *conn) endData() {
 	c.mu.Lock()
 	c.inData = false
 	c.mu.Unlock()
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // shutdown ends the session at its next command: an idle read returns at
@@ -127,6 +153,21 @@ func (c *conn) linger() {
 	_ = c.Conn.SetReadDeadline(time.Now().Add(lingerTime))
 	_, _ = io.Copy(io.Discard, io.LimitReader(c.Conn, 64<<10))
 	c.Close()
+}
+
+// closeRefused closes a connection refused before its session, right after
+// its 421: lingering (see linger) while fewer than maxLingering refused
+// connections do, at once otherwise.
+func (c *conn) closeRefused() {
+	if c.srv.lingering.Add(1) > maxLingering {
+		c.srv.lingering.Add(-1)
+		c.Close()
+		return
+	}
+	c.srv.metrics.lingering.Inc()
+	c.linger()
+	c.srv.metrics.lingering.Dec()
+	c.srv.lingering.Add(-1)
 }
 
 // Close closes the connection and frees its session slot; later calls are

@@ -48,8 +48,9 @@ type Server struct {
 	smtp    *smtp.Server
 	domains map[string]bool
 
-	parses   chan struct{} // one token per parse in progress
-	buffered atomic.Int64  // message bytes held by all sessions
+	parses    chan struct{} // one token per parse in progress
+	buffered  atomic.Int64  // message bytes held by all sessions
+	lingering atomic.Int64  // refused connections lingering (maxLingering)
 
 	mu      sync.Mutex
 	conns   map[*conn]struct{}

@@ -118,9 +118,8 @@ func (s *session) Data(r io.Reader) error {
 	if s.conn.hungUp() {
 		return reply(errHungUp)
 	}
-	s.conn.startData(s.srv.cfg.DataTimeout)
+	deadline := s.conn.startData(s.srv.cfg.DataTimeout)
 	defer s.conn.endData()
-	deadline := time.Now().Add(s.srv.cfg.DataTimeout)
 
 	raw, held, err := s.srv.readMessage(r)
 	if err != nil {
@@ -274,16 +273,25 @@ func (s *Server) readMessage(r io.Reader) (raw []byte, held int64, err error) {
 	}
 }
 
-// parse runs the parser under the node's parse cap, waiting for a slot
-// until deadline. failed is the reason label of a message stored as failed
-// (failReason), "" for a ready one.
+// parse runs the parser under the node's parse cap. A free slot is always
+// taken; when every slot is busy it waits for one until deadline (the end
+// of the DATA timeout), then gives up with errOverloaded (451 4.3.1). The
+// transfer itself cannot outlive the deadline (the read deadlines end it
+// with 421 4.4.2), so a message that arrived whole is parsed whenever a slot
+// is free, however close to the deadline it ended: never a 451 drawn at
+// random between a free slot and an expired timer. failed is the reason
+// label of a message stored as failed (failReason), "" for a ready one.
 func (s *Server) parse(raw []byte, deadline time.Time) (msg storage.NewMessage, failed string, err error) {
-	t := time.NewTimer(time.Until(deadline))
-	defer t.Stop()
 	select {
 	case s.parses <- struct{}{}:
-	case <-t.C:
-		return storage.NewMessage{}, "", errOverloaded
+	default:
+		t := time.NewTimer(time.Until(deadline))
+		defer t.Stop()
+		select {
+		case s.parses <- struct{}{}:
+		case <-t.C:
+			return storage.NewMessage{}, "", errOverloaded
+		}
 	}
 	defer func() { <-s.parses }()
 	start := time.Now()

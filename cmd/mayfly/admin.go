@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net"
 	"net/http"
@@ -95,4 +96,37 @@ func adminMux(reg *prometheus.Registry, ping func(context.Context) error, withPp
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	return mux
+}
+
+// handleAdminNotFound answers every path of the admin listener that is not
+// an operator endpoint with a JSON 404 in the API's error envelope, code
+// ADMIN_ROUTE_NOT_FOUND, saying that this is the admin port and where the
+// API is: api is the node's API base URL, "" on an ingest node (which
+// serves none). A client pointed at the admin port then says so, instead of
+// "404 Not Found".
+func handleAdminNotFound(mux *http.ServeMux, api string) {
+	where := "This node serves no API (ingest only): the API is on an edge node's HTTP port (MAYFLY_HTTP_ADDR), under /v1."
+	details := map[string]string{"api_prefix": "/v1"}
+	if api != "" {
+		where = "The API is on the HTTP port (MAYFLY_HTTP_ADDR), under /v1: " + api
+		details["api"] = api
+	}
+	var body struct {
+		Error struct {
+			Code    string            `json:"code"`
+			Message string            `json:"message"`
+			Details map[string]string `json:"details"`
+		} `json:"error"`
+	}
+	body.Error.Code = "ADMIN_ROUTE_NOT_FOUND"
+	body.Error.Message = "This is Mayfly's admin port (MAYFLY_ADMIN_ADDR: /healthz, /readyz, /metrics), not the API. " + where
+	body.Error.Details = details
+	answer, _ := json.Marshal(body)
+	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Cache-Control", "no-store")
+		w.WriteHeader(http.StatusNotFound)
+		w.Write(answer)
+	})
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -129,5 +130,55 @@ func TestAdminPprofSetting(t *testing.T) {
 		return ""
 	}); err == nil || !strings.Contains(err.Error(), "MAYFLY_ADMIN_PPROF") {
 		t.Errorf("MAYFLY_ADMIN_PPROF=yes: err %v, want a config error naming it", err)
+	}
+}
+
+// TestWrongPortHints: a client pointed at the wrong place of `mayfly all`
+// learns where the API is. The admin port answers any other path with a
+// JSON 404 ADMIN_ROUTE_NOT_FOUND naming the API's URL; the API port
+// answers a path outside /v1 with 404 ROUTE_NOT_FOUND naming /v1. An ingest
+// node's admin port says it serves no API.
+func TestWrongPortHints(t *testing.T) {
+	t.Parallel()
+	s := startStack(t, nil)
+	admin := "http://" + s.env["MAYFLY_ADMIN_ADDR"]
+	getJSON := func(url string) (int, map[string]any) {
+		t.Helper()
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var body struct{ Error map[string]any }
+		if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+			t.Fatalf("GET %s: %d, body not JSON: %v", url, resp.StatusCode, err)
+		}
+		if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+			t.Errorf("GET %s: Content-Type %q", url, ct)
+		}
+		return resp.StatusCode, body.Error
+	}
+	for _, path := range []string{"/v1/mailboxes/current", "/", "/mailboxes"} {
+		status, e := getJSON(admin + path)
+		msg, _ := e["message"].(string)
+		if status != 404 || e["code"] != "ADMIN_ROUTE_NOT_FOUND" || !strings.Contains(msg, "admin port") || !strings.Contains(msg, s.api) {
+			t.Errorf("admin GET %s = %d %v, want 404 ADMIN_ROUTE_NOT_FOUND naming the admin port and %s", path, status, e, s.api)
+		}
+	}
+	if resp, err := http.Get(admin + "/healthz"); err != nil || resp.StatusCode != 200 {
+		t.Errorf("admin GET /healthz: %v %v", resp, err)
+	}
+	root := strings.TrimSuffix(s.api, "/v1")
+	status, e := getJSON(root + "/mailboxes/current")
+	if msg, _ := e["message"].(string); status != 404 || e["code"] != "ROUTE_NOT_FOUND" || !strings.Contains(msg, "try /v1/mailboxes/current") {
+		t.Errorf("API GET /mailboxes/current = %d %v, want 404 ROUTE_NOT_FOUND with the /v1 hint", status, e)
+	}
+
+	mux := http.NewServeMux()
+	handleAdminNotFound(mux, "")
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	if status, e := getJSON(srv.URL + "/v1/messages"); status != 404 || !strings.Contains(e["message"].(string), "serves no API") {
+		t.Errorf("ingest admin GET /v1/messages = %d %v, want 404 saying the node serves no API", status, e)
 	}
 }

@@ -130,14 +130,20 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	var client rueidis.Client // set once connected; /readyz is 503 until then
 	ready := make(chan struct{})
 	withPprof := pprofEnabled(cfg.adminPprof, adminLn.Addr())
-	admin := &http.Server{Handler: adminMux(reg, func(ctx context.Context) error {
+	mux := adminMux(reg, func(ctx context.Context) error {
 		select {
 		case <-ready:
 		default:
 			return errors.New("redis not connected yet")
 		}
 		return reachable(ctx, client)
-	}, withPprof),
+	}, withPprof)
+	api := ""
+	if httpLn != nil {
+		api = "http://" + httpLn.Addr().String() + "/v1"
+	}
+	handleAdminNotFound(mux, api)
+	admin := &http.Server{Handler: mux,
 		// The admin listener is for operators and scrapers, never the public:
 		// still, no peer may hold it with slow headers or idle connections.
 		// net/http retries accept errors (EMFILE) with a backoff by itself.

@@ -985,9 +985,55 @@ func (c *Conn) handleData(arg string) {
 
 	r := newDataReader(c)
 	code, enhancedCode, msg := dataErrorToStatus(c.Session().Data(r))
+	if r.err != nil {
+		// The session met the stream's failure itself, and its reply
+		// says so; the rest of the stream is not commands.
+		c.writeResponse(code, enhancedCode, msg)
+		c.Close()
+		return
+	}
 	r.limited = false
 	io.Copy(ioutil.Discard, r) // Make sure all the data has been consumed
+	if r.err != nil {
+		c.dataAborted(r.err)
+		return
+	}
 	c.writeResponse(code, enhancedCode, msg)
+}
+
+// dataAborted ends a connection whose message data could not be read to
+// its end (the <CRLF>.<CRLF> of DATA, or the declared size of a BDAT
+// chunk), typically because the read deadline passed while draining a
+// refused message. Where the data ends in the stream is then unknown: the
+// rest of it must never be read as commands (SMTP smuggling: a sender that
+// stalls past the deadline would have its message text run as RSET, MAIL,
+// RCPT, DATA). So the connection is closed, after a 421 (500 for a line
+// over MaxLineLength, as between commands) that the client may still read.
+func (c *Conn) dataAborted(err error) {
+	var ne net.Error
+	switch {
+	case err == ErrTooLongLine:
+		c.writeResponse(500, EnhancedCode{5, 4, 0}, "Too long line, closing connection")
+	case errors.As(err, &ne) && ne.Timeout():
+		c.writeResponse(421, EnhancedCode{4, 4, 2}, "Timeout reading message data, closing connection")
+	default:
+		c.writeResponse(421, EnhancedCode{4, 4, 0}, "Message data did not end, closing connection")
+	}
+	c.Close()
+}
+
+// discard reads and drops the rest of a BDAT chunk. When the chunk does not
+// arrive whole, it ends the connection (dataAborted) and returns false.
+func (c *Conn) discard(chunk *io.LimitedReader) bool {
+	_, err := io.Copy(ioutil.Discard, chunk)
+	if chunk.N == 0 {
+		return true
+	}
+	if err == nil {
+		err = io.ErrUnexpectedEOF
+	}
+	c.dataAborted(err)
+	return false
 }
 
 func (c *Conn) handleBdat(arg string) {
@@ -1017,10 +1063,16 @@ func (c *Conn) handleBdat(arg string) {
 		return
 	}
 
+	// A chunk is bytes, not lines, also when it is refused and discarded.
+	c.lineLimitReader.LineLimit = 0
+	defer func() {
+		c.lineLimitReader.LineLimit = c.server.MaxLineLength
+	}()
+
 	if !c.fromReceived || len(c.recipients) == 0 {
 		c.writeResponse(502, EnhancedCode{5, 5, 1}, "Missing RCPT TO command.")
 		// The chunk follows the command even when the command is rejected.
-		io.Copy(ioutil.Discard, io.LimitReader(c.text.R, int64(size)))
+		c.discard(&io.LimitedReader{R: c.text.R, N: int64(size)})
 		return
 	}
 
@@ -1028,7 +1080,9 @@ func (c *Conn) handleBdat(arg string) {
 		c.writeResponse(552, EnhancedCode{5, 3, 4}, "Max message size exceeded")
 
 		// Discard chunk itself without passing it to backend.
-		io.Copy(ioutil.Discard, io.LimitReader(c.text.R, int64(size)))
+		if !c.discard(&io.LimitedReader{R: c.text.R, N: int64(size)}) {
+			return
+		}
 
 		c.reset()
 		return
@@ -1074,18 +1128,14 @@ func (c *Conn) handleBdat(arg string) {
 		}()
 	}
 
-	c.lineLimitReader.LineLimit = 0
-	defer func() {
-		c.lineLimitReader.LineLimit = c.server.MaxLineLength
-	}()
-
-	chunk := io.LimitReader(c.text.R, int64(size))
+	chunk := &io.LimitedReader{R: c.text.R, N: int64(size)}
 	_, err = io.Copy(c.bdatPipe, chunk)
+	// Backend might return an error early using CloseWithError without
+	// consuming the whole chunk; or the chunk did not arrive whole.
+	if chunk.N > 0 && !c.discard(chunk) {
+		return
+	}
 	if err != nil {
-		// Backend might return an error early using CloseWithError without consuming
-		// the whole chunk.
-		io.Copy(ioutil.Discard, chunk)
-
 		c.writeResponse(dataErrorToStatus(err))
 
 		if err == errPanic {

@@ -53,6 +53,11 @@ type dataReader struct {
 
 	limited bool
 	n       int64 // Maximum bytes remaining
+
+	// err is the error reading the stream met before the end of data
+	// (a timeout, a reset, io.ErrUnexpectedEOF, ErrTooLongLine): after
+	// it, where the data ends in the stream is unknown.
+	err error
 }
 
 func newDataReader(c *Conn) *dataReader {
@@ -71,12 +76,27 @@ func newDataReader(c *Conn) *dataReader {
 func (r *dataReader) Read(b []byte) (n int, err error) {
 	if r.limited {
 		if r.n <= 0 {
+			// At the limit only the end of data may follow: a message of
+			// exactly MaxMessageBytes (what SIZE advertises) is accepted.
+			var one [1]byte
+			if n, err = r.read(one[:]); n == 0 {
+				return 0, err
+			}
 			return 0, ErrDataTooLarge
 		}
 		if int64(len(b)) > r.n {
 			b = b[0:r.n]
 		}
 	}
+	n, err = r.read(b)
+	if r.limited {
+		r.n -= int64(n)
+	}
+	return n, err
+}
+
+// read runs the bytes of b through the end-of-data state machine.
+func (r *dataReader) read(b []byte) (n int, err error) {
 
 	// Code below is taken from net/textproto with only one modification to
 	// not rewrite CRLF -> LF.
@@ -98,6 +118,7 @@ func (r *dataReader) Read(b []byte) (n int, err error) {
 			if err == io.EOF {
 				err = io.ErrUnexpectedEOF
 			}
+			r.err = err
 			break
 		}
 		switch r.state {
@@ -148,10 +169,6 @@ func (r *dataReader) Read(b []byte) (n int, err error) {
 	}
 	if err == nil && r.state == stateEOF {
 		err = io.EOF
-	}
-
-	if r.limited {
-		r.n -= int64(n)
 	}
 	return
 }

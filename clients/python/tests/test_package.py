@@ -200,3 +200,27 @@ def test_install_from_a_clone(stack, tmp_path):
     r = subprocess.run([py, "-c", "import mayfly; print(mayfly.__file__)"], cwd=work, env=env,
                        capture_output=True, text=True, check=True)
     assert str(tmp_path / "venv") in r.stdout
+
+
+def readme_signup_test() -> str:
+    """The minimal test of README.md ("create, sign up, wait, get the
+    code"), as written."""
+    import re
+
+    text = (PACKAGE / "README.md").read_text()
+    m = re.search(r"```python\n(# test_signup\.py.*?)```", text, re.S)
+    assert m, "README.md lost its minimal test"
+    return m.group(1)
+
+
+def test_readme_signup_test_passes_as_written(stack, pytester, monkeypatch):
+    # The README's minimal test, changed only where make run's ports are
+    # this stack's (the URL through $MAYFLY_URL, as a user's CI would).
+    code = readme_signup_test()
+    host, port = stack.smtp.rsplit(":", 1)
+    assert code.count('"127.0.0.1", 2525') == 1
+    monkeypatch.setenv("MAYFLY_URL", stack.base_url)
+    pytester.makepyfile(test_signup=code.replace('"127.0.0.1", 2525', f"{host!r}, {port}"))
+    pytester.runpytest("-p", "mayfly.pytest_plugin").assert_outcomes(passed=1)
+    lines = [line for line in code.splitlines() if line.strip()]
+    assert len(lines) <= 12, len(lines)  # short enough to copy

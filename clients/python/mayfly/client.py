@@ -365,6 +365,7 @@ class Client:
                 f"unreachable for {down:.1f}s (every attempt failed; last error: {e})",
                 method=method, url=self._url(path),
             )
+            err.unreachable_for = down
             raise err from e
 
     def _call(
@@ -488,8 +489,13 @@ def _api_error(resp: http.client.HTTPResponse, raw: bytes, method: str, url: str
         rid = str(env.get("request_id") or rid)
     except (ValueError, AttributeError):
         pass
+    if not code and not message:
+        # No error envelope: not the API (the admin port, a proxy, a base
+        # URL without /v1 on another server).
+        message = (f"{resp.reason or 'HTTP ' + str(resp.status)}: not an answer of the Mayfly API "
+                   "(is the base URL the API's, ending in /v1?)")
     return MayflyError(
-        message or resp.reason or f"HTTP {resp.status}",
+        message,
         status=resp.status,
         code=code,
         request_id=rid,
@@ -682,7 +688,7 @@ class Inbox:
         except InboxGoneError:
             return False
         except MayflyError as e:
-            if e.status != 404:
+            if e.status != 404 or e.code != "MAILBOX_NOT_FOUND":
                 raise
             self._mark_gone(e)
             return False
@@ -1074,7 +1080,7 @@ class Inbox:
         """Succeeds when no message that matches (as :meth:`wait_for_message`)
         and is new in the sense of ``since`` arrives within ``within``
         seconds; otherwise raises :class:`UnexpectedMessageError` carrying
-        it (``unexpected``) as soon as it arrives. At the end of the window
+        it (``received``) as soon as it arrives. At the end of the window
         it lists the inbox once more, so a window the server could not be
         reached in is an error (the transport's), never a success."""
         m = _Matcher(subject, from_, text, match, 1)
@@ -1104,7 +1110,7 @@ class Inbox:
                 f"a matching message arrived within {within:g}s: {got.subject!r} from {got.from_!r}",
                 code="UNEXPECTED_MESSAGE", method="expect_no_message", url=self._client.base_url,
             )
-            e.unexpected = got
+            e.received = got
             raise e
 
     def _waiting(

@@ -114,9 +114,9 @@ class MessageNotFoundError(MayflyError):
 
 class UnexpectedMessageError(MayflyError):
     """:meth:`Inbox.expect_no_message` found a matching message within its
-    window; ``unexpected`` is that message (a :class:`Message`)."""
+    window; ``received`` is that message (a :class:`Message`)."""
 
-    unexpected: Any = None
+    received: Any = None
 
 
 class WaitTimeoutError(MayflyError, TimeoutError):
@@ -145,7 +145,10 @@ class UnreachableError(TransportError):
     """A wait or ``events()`` gave up early: every attempt failed at the
     transport level (refused, reset, timed out, no HTTP answer) for the
     client's ``unreachable_after`` (10 s) in a row. The message names the URL
-    and the last error (chained as ``__cause__``)."""
+    and the last error (chained as ``__cause__``); ``unreachable_for`` is
+    how long every attempt had failed, in seconds."""
+
+    unreachable_for: float = 0.0
 
 
 class ProtocolError(MayflyError):

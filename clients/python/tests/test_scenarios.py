@@ -608,7 +608,7 @@ def test_expect_no_message(stack, inbox):
     with pytest.raises(mayfly.UnexpectedMessageError) as e:
         inbox.expect_no_message(10, subject="Your code")
     assert time.monotonic() - t0 < 8.0  # as soon as it arrives, not at the end of the window
-    assert mayfly.code(e.value.unexpected) == "222222"
+    assert mayfly.code(e.value.received) == "222222"
     assert isinstance(e.value, mayfly.MayflyError)
     # Another subject does not count.
     threading.Timer(0.3, lambda: stack.send(inbox.address, "Newsletter", "hi\n")).start()
@@ -715,6 +715,12 @@ def test_error_names_url(stack, inbox):
     assert "(request " in text
     for c in inbox._jar:
         assert c.value not in text and c.value not in repr(e.value)
+    # The admin port as the base URL: not the API, and said so.
+    with pytest.raises(mayfly.MayflyError) as e:
+        mayfly.Client(f"http://{stack.admin}/v1").create_inbox(timeout=5)
+    text = str(e.value)
+    assert e.value.status == 404 and f"POST http://{stack.admin}/v1/mailboxes: 404: " in text, text
+    assert "not an answer of the Mayfly API" in text and "/v1" in text, text
     # No answer at all: the URL and the transport's error.
     with pytest.raises(mayfly.TransportError) as e:
         mayfly.Client("http://127.0.0.1:1/v1", max_attempts=1).create_inbox(timeout=2)
@@ -766,6 +772,7 @@ def test_wait_unreachable(make_stack):
     assert isinstance(err, mayfly.UnreachableError), err
     assert isinstance(err, mayfly.TransportError) and isinstance(err, mayfly.MayflyError)
     assert 10.0 <= result["t"] < 20.0, result["t"]  # after 10 s of failures, long before 60 s
+    assert 10.0 <= err.unreachable_for < result["t"]
     assert s.base_url in str(err) and "refused" in str(err), str(err)
     # Configurable.
     s.start()

@@ -967,7 +967,8 @@ class Inbox:
             why = f"the server has been unreachable for {down:.1f}s (last error: {r.last})"
         elif m is not None and m.others:
             n = m.others
-            why = f"{n} message{'s' if n != 1 else ''} arrived, none matched (first: {m.first_other!r})"
+            first = json.dumps(m.first_other, ensure_ascii=False)
+            why = f"{n} message{'s' if n != 1 else ''} arrived, none matched (first: {first})"
         elif m is not None and not m.found:
             why = "no message arrived"
         else:

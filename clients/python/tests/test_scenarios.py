@@ -736,7 +736,7 @@ def test_wait_timeout_explains(stack, inbox, make_stack):
     stack.send(inbox.address, "Newsletter", "hello\n")
     with pytest.raises(WaitTimeoutError) as e:
         inbox.wait_for_message(subject="Your code", timeout=4)
-    assert "2 messages arrived, none matched (first: 'Welcome aboard')" in str(e.value), str(e.value)
+    assert '2 messages arrived, none matched (first: "Welcome aboard")' in str(e.value), str(e.value)
     # The server down for less than unreachable_after: the timeout says so.
     s = make_stack()
     c = mayfly.Client(s.base_url)

@@ -101,8 +101,13 @@ def test_install_in_a_plain_venv_offline_and_with_an_index(tmp_path):
     _clone_copy(tmp_path)
     py = _venv(tmp_path, "plain")
     env = _clean_env()
+    # Not even setuptools (Python 3.12's venvs have none): nothing to build with.
+    subprocess.run([py, "-m", "pip", "uninstall", "-q", "-y", "setuptools", "wheel"], env=env,
+                   capture_output=True, timeout=120)
+    r = subprocess.run([py, "-c", "import setuptools"], env=env, capture_output=True)
+    assert r.returncode != 0, "setuptools is still in the plain venv: the test would prove nothing"
     r = subprocess.run([py, "-c", "import wheel"], env=env, capture_output=True)
-    assert r.returncode != 0, "the plain venv has wheel: it proves nothing"
+    assert r.returncode != 0, "wheel is in the plain venv: the test would prove nothing"
     offline = dict(env, PIP_NO_INDEX="1")
     r = subprocess.run([py, "-m", "pip", "install", "-q", "./clients/python"], cwd=tmp_path, env=offline,
                        capture_output=True, text=True, timeout=120)

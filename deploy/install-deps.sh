@@ -46,11 +46,10 @@ if command -v node >/dev/null && ! node_ok; then
 	die "Node.js $(node --version) is too old for clients/typescript; install Node.js 18 or later"
 fi
 # With --checks: the Python client's suite runs on Debian's python3 with its
-# pytest (no PyPI), and installs the package into a venv (python3-venv) with
-# the system's setuptools and wheel (pip --no-build-isolation: no index).
+# pytest (no PyPI), and installs the package into fresh venvs (python3-venv;
+# its build backend is in the tree, so no setuptools or wheel is needed).
 if [[ -n $checks ]]; then
 	/usr/bin/python3 -c 'import pytest' 2>/dev/null || missing+=(python3-pytest)
-	/usr/bin/python3 -c 'import setuptools, wheel' 2>/dev/null || missing+=(python3-setuptools python3-wheel)
 	dpkg-query -W -f='${Status}' python3-venv 2>/dev/null | grep -q 'ok installed' || missing+=(python3-venv)
 fi
 ((${#missing[@]} == 0)) && exit 0

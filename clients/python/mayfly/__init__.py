@@ -7,27 +7,37 @@ library only.
     client = mayfly.Client("http://127.0.0.1:8080/v1")
     with client.create_inbox() as inbox:           # deleted at the end
         sign_up(inbox.address)
-        msg = inbox.wait_for_message(subject="Your code", timeout=30)
+        msg = inbox.wait_for_message(subject="Your code")   # timeout: seconds, 20 by default
         print(mayfly.code(msg))
 
 The behaviour (waits, retries, the single "gone" error) is the one all
 Mayfly clients share: clients/SCENARIOS.md in the repository.
 """
 
-from .client import MIN_POLL_INTERVAL, Client, Inbox, RetryInfo
+from .client import (
+    DEFAULT_UNREACHABLE_AFTER,
+    DEFAULT_WAIT_TIMEOUT,
+    MIN_POLL_INTERVAL,
+    Client,
+    Inbox,
+    RetryInfo,
+)
 from .errors import (
     CancelledError,
     CreationLimitError,
     InboxGoneError,
     MayflyError,
+    MessageNotFoundError,
     ProtocolError,
     RateLimitedError,
     SessionInvalidError,
     StreamBusyError,
     TransportError,
+    UnexpectedMessageError,
+    UnreachableError,
     WaitTimeoutError,
 )
-from .helpers import code, links
+from .helpers import Link, code, codes, links, links_with_text
 from .models import (
     EVENT_MESSAGE_RECEIVED,
     STATUS_FAILED,
@@ -47,6 +57,8 @@ __all__ = [
     "Inbox",
     "RetryInfo",
     "MIN_POLL_INTERVAL",
+    "DEFAULT_WAIT_TIMEOUT",
+    "DEFAULT_UNREACHABLE_AFTER",
     "Mailbox",
     "MessageSummary",
     "Message",
@@ -57,13 +69,19 @@ __all__ = [
     "STATUS_READY",
     "STATUS_FAILED",
     "links",
+    "links_with_text",
+    "Link",
     "code",
+    "codes",
     "MayflyError",
     "InboxGoneError",
     "CreationLimitError",
     "RateLimitedError",
     "SessionInvalidError",
     "WaitTimeoutError",
+    "UnreachableError",
+    "MessageNotFoundError",
+    "UnexpectedMessageError",
     "StreamBusyError",
     "CancelledError",
     "TransportError",

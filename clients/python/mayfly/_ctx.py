@@ -17,6 +17,27 @@ Cancel = Union[threading.Event, Callable[[], bool], None]
 _WATCH_INTERVAL = 0.05
 
 
+class Reach:
+    """The transport failures in a row of one wait: since when every attempt
+    has failed without an HTTP answer, and the last such failure."""
+
+    def __init__(self) -> None:
+        self.since: Optional[float] = None
+        self.last: Optional[BaseException] = None
+
+    def ok(self) -> None:
+        self.since = None
+        self.last = None
+
+    def fail(self, e: BaseException) -> None:
+        if self.since is None:
+            self.since = time.monotonic()
+        self.last = e
+
+    def down_for(self) -> Optional[float]:
+        return None if self.since is None else time.monotonic() - self.since
+
+
 class Ctx:
     """A deadline (``timeout`` seconds from now, or none) and an optional
     cancel event. While watching (``with ctx.watching():``), a watchdog
@@ -26,6 +47,8 @@ class Ctx:
 
     def __init__(self, timeout: Optional[float], cancel: Cancel, watch_deadline: bool = False) -> None:
         self._watch_deadline = watch_deadline
+        #: Set for a wait: its transport failures in a row.
+        self.reach: Optional[Reach] = None
         self.end = None if timeout is None else time.monotonic() + max(0.0, timeout)
         self.cancel = cancel
         self._event: Optional[Any] = None

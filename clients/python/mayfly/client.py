@@ -3,6 +3,7 @@ the cookie jar of one inbox. Standard library only."""
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import http.cookiejar
 import json
@@ -19,18 +20,20 @@ from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 from typing import Any, Callable, Dict, Generator, Iterator, List, Optional, Pattern, Set, Tuple, Union
 
-from ._ctx import Cancel, Ctx
+from ._ctx import Cancel, Ctx, Reach
 from .errors import (
     CREATION_LIMIT_CODES,
     CancelledError,
     CreationLimitError,
     InboxGoneError,
     MayflyError,
+    MessageNotFoundError,
     ProtocolError,
     RateLimitedError,
-    SessionInvalidError,
     StreamBusyError,
     TransportError,
+    UnexpectedMessageError,
+    UnreachableError,
     WaitTimeoutError,
 )
 from .models import (
@@ -41,17 +44,25 @@ from .models import (
     Message,
     MessageSummary,
     Page,
+    parse_time,
 )
 from .sse import SSEParser
-
-
-class _SessionGoneError(InboxGoneError, SessionInvalidError):
-    """The inbox gone because the service answered 401 to its cookies."""
 
 log = logging.getLogger("mayfly")
 
 #: The API's floor for polling the message list, in seconds.
 MIN_POLL_INTERVAL = 5.0
+
+#: The default deadline of a wait (and of ``events()``), in seconds, when the
+#: caller gives none: the same in the Go, TypeScript and Python clients.
+DEFAULT_WAIT_TIMEOUT = 20.0
+
+#: After how many seconds of transport failures in a row (every attempt
+#: refused, reset or timed out) a wait gives up with UnreachableError.
+DEFAULT_UNREACHABLE_AFTER = 10.0
+
+#: The version of the format of Inbox.state() (clients/SCENARIOS.md).
+STATE_VERSION = 1
 
 #: How long a stream that the service ended because another stream took the
 #: inbox over (the comment ``: replaced ...``) polls the list before it opens
@@ -134,7 +145,7 @@ def _compile(rx: Regex) -> Optional[Pattern[str]]:
 
 def _transient(e: BaseException) -> bool:
     """Errors a wait or a stream outlives (until its deadline)."""
-    if isinstance(e, (InboxGoneError, CancelledError, StreamBusyError, CreationLimitError)):
+    if isinstance(e, (InboxGoneError, CancelledError, StreamBusyError, CreationLimitError, UnreachableError)):
         return False
     if isinstance(e, (TransportError, RateLimitedError, ProtocolError)):
         return True
@@ -150,7 +161,11 @@ class Client:
 
     - ``timeout``: the default deadline of one call, retries included, in
       seconds (every method also takes ``timeout=``);
-    - ``wait_timeout``: the default deadline of ``wait_for_message``;
+    - ``wait_timeout``: the default deadline of the waits and of
+      ``events()`` (20 s; ``None``: no deadline);
+    - ``unreachable_after``: a wait or ``events()`` whose every attempt has
+      failed at the transport level for this long (10 s) raises
+      :class:`UnreachableError` before its deadline (``None``: never);
     - ``max_attempts``: attempts of one call in all (waits and streams have
       no cap, only their deadline);
     - ``max_retry_after``: a longer ``Retry-After`` (10 s) is not waited
@@ -168,7 +183,8 @@ class Client:
         base_url: str,
         *,
         timeout: float = 30.0,
-        wait_timeout: Optional[float] = 60.0,
+        wait_timeout: Optional[float] = DEFAULT_WAIT_TIMEOUT,
+        unreachable_after: Optional[float] = DEFAULT_UNREACHABLE_AFTER,
         max_attempts: int = 6,
         max_retry_after: float = 10.0,
         poll_interval: float = MIN_POLL_INTERVAL,
@@ -188,6 +204,7 @@ class Client:
         self._prefix = u.path
         self.timeout = timeout
         self.wait_timeout = wait_timeout
+        self.unreachable_after = unreachable_after
         self.max_attempts = max(1, max_attempts)
         self.max_retry_after = max_retry_after
         self.poll_interval = max(poll_interval, MIN_POLL_INTERVAL)
@@ -207,6 +224,7 @@ class Client:
         self,
         lifetime_minutes: Optional[int] = None,
         *,
+        wait_for_capacity: bool = False,
         timeout: Optional[float] = None,
         cancel: Cancel = None,
     ) -> "Inbox":
@@ -215,18 +233,64 @@ class Client:
 
         Creation is retried only when the service refused it before doing
         anything (request rate, request protection, a refused connection);
-        a creation limit raises :class:`CreationLimitError` at once."""
+        a creation limit raises :class:`CreationLimitError` at once, unless
+        ``wait_for_capacity``: then it waits out the limit's ``Retry-After``
+        (for the active-inbox cap: tries again every second) and raises the
+        error only when the next try would pass ``timeout``."""
         body: Dict[str, Any] = {}
         if lifetime_minutes is not None:
             body["lifetime_minutes"] = int(lifetime_minutes)
         inbox = Inbox(self, new_jar())
         ctx = self._ctx(timeout, cancel)
         with ctx:
-            data = self._call(inbox._jar, "POST", "/mailboxes", body, _CREATE, ctx)
+            while True:
+                try:
+                    data = self._call(inbox._jar, "POST", "/mailboxes", body, _CREATE, ctx)
+                    break
+                except CreationLimitError as e:
+                    if not wait_for_capacity:
+                        raise
+                    wait = 1.0 if e.code == "ACTIVE_INBOX_LIMIT" or e.retry_after is None else e.retry_after
+                    wait += random.uniform(0, 0.25)
+                    log.debug("mayfly: %s; waiting %.1fs for capacity", e.code, wait)
+                    if not ctx.sleep(wait):
+                        raise
             mb = Mailbox.from_json(_field(data, "mailbox"))
             inbox._mailbox = mb
             inbox._check_scoped_cookie()
             inbox._select(ctx)
+        return inbox
+
+    def restore(self, state: Union[str, bytes, Dict[str, Any]]) -> "Inbox":
+        """The inbox of a state that :meth:`Inbox.state` (or the Go or
+        TypeScript client's) wrote: its cookies, its mailbox and the ids it
+        has seen, in the shared JSON format (clients/SCENARIOS.md). Makes no
+        request. The state's ``base`` must be this client's base URL (the
+        cookies belong to that host). A state marked gone restores an inbox
+        whose every method raises :class:`InboxGoneError`."""
+        if isinstance(state, (str, bytes)):
+            state = json.loads(state)
+        if not isinstance(state, dict) or state.get("version") != STATE_VERSION:
+            raise ValueError(f"mayfly: not an inbox state of version {STATE_VERSION}")
+        base = str(state.get("base", "")).rstrip("/")
+        if base != self.base_url:
+            raise ValueError(f"mayfly: the state is of {base!r}, not of this client's {self.base_url!r}")
+        jar = new_jar()
+        host = http.cookiejar.eff_request_host(urllib.request.Request(self.base_url))[1]
+        for c in state.get("cookies") or []:
+            exp = parse_time(c.get("expires"))
+            jar.set_cookie(http.cookiejar.Cookie(
+                version=0, name=str(c["name"]), value=str(c["value"]), port=None, port_specified=False,
+                domain=host, domain_specified=False, domain_initial_dot=False,
+                path=str(c.get("path") or "/"), path_specified=True, secure=bool(c.get("secure", False)),
+                expires=None if exp is None else int(exp.timestamp()), discard=exp is None,
+                comment=None, comment_url=None, rest={"HttpOnly": None}, rfc2109=False,
+            ))
+        inbox = Inbox(self, jar)
+        inbox._mailbox = Mailbox.from_json(_field(state, "mailbox"))
+        inbox._returned = dict.fromkeys(str(i) for i in state.get("seen") or [])
+        if state.get("gone"):
+            inbox._gone = InboxGoneError("inbox gone (restored from a state marked gone)", url=self.base_url)
         return inbox
 
     # Requests.
@@ -267,6 +331,7 @@ class Client:
             try:
                 conn.connect()
             except OSError as e:
+                self._unreachable(ctx, method, path, e)
                 raise _NotSent(e) from e
             # http.client forgets the socket of a "Connection: close" answer
             # (the response keeps it): the watchdog and the stream need it.
@@ -275,13 +340,33 @@ class Client:
                 conn.request(method, self._prefix + path, body=body, headers=headers)
                 resp = conn.getresponse()
             except (OSError, http.client.HTTPException) as e:
+                self._unreachable(ctx, method, path, e)
                 raise _Sent(e) from e
         except BaseException:
             ctx.detach(conn)
             conn.close()
             raise
+        if ctx.reach is not None:
+            ctx.reach.ok()
         jar.extract_cookies(_Response(resp), req)  # type: ignore[arg-type]
         return conn, resp
+
+    def _unreachable(self, ctx: Ctx, method: str, path: str, e: BaseException) -> None:
+        """Counts a transport failure of a wait (no HTTP answer); raises
+        UnreachableError once they have lasted unreachable_after in a row.
+        A failure the caller's cancellation or deadline caused is none."""
+        r = ctx.reach
+        if r is None or ctx.cancelled() or ctx.expired():
+            return
+        r.fail(e)
+        down = r.down_for()
+        if self.unreachable_after is not None and down is not None and down >= self.unreachable_after:
+            err = UnreachableError(
+                f"unreachable for {down:.1f}s (every attempt failed; last error: {e})",
+                method=method, url=self._url(path),
+            )
+            err.unreachable_for = down
+            raise err from e
 
     def _call(
         self,
@@ -314,14 +399,14 @@ class Client:
                     conn.close()
             except _NotSent as e:
                 ctx.check_cancel()
-                err = TransportError(f"{method} {_route(path)}: {e.__cause__}")
+                err = TransportError(str(e.__cause__), method=method, url=self._url(path))
                 err.__cause__ = e.__cause__
                 # Nothing was sent: any call may try again, but a
                 # certificate that does not verify will not start to.
                 retry, wait = not isinstance(e.__cause__, ssl.SSLCertVerificationError), _backoff(attempt)
             except _Sent as e:
                 ctx.check_cancel()
-                err = TransportError(f"{method} {_route(path)}: {e.__cause__ or 'no answer'}")
+                err = TransportError(str(e.__cause__ or "no answer"), method=method, url=self._url(path))
                 err.__cause__ = e.__cause__
                 retry, wait = kind == _READ and not ctx.expired(), _backoff(attempt)
             else:
@@ -332,15 +417,26 @@ class Client:
                         env = json.loads(raw)
                         return env["data"]
                     except (ValueError, KeyError, TypeError) as e:
-                        raise ProtocolError(f"answer {resp.status} without a data envelope", status=resp.status) from e
-                err = _api_error(resp, raw)
+                        raise ProtocolError(f"answer {resp.status} without a data envelope", status=resp.status,
+                                            method=method, url=self._url(path)) from e
+                err = _api_error(resp, raw, method, self._url(path))
                 ra = err.retry_after
                 if err.code in CREATION_LIMIT_CODES:
                     raise err._copy_into(CreationLimitError)
-                if resp.status == 429 and (err.code == "RATE_LIMITED" or ra is not None):
+                if err.code == "MESSAGE_NOT_FOUND":
+                    raise err._copy_into(MessageNotFoundError)
+                if resp.status == 429:
+                    # Any 429 that is not a creation limit is the request
+                    # rate's: Retry-After when given, else 1 s for
+                    # RATE_LIMITED and the backoff for any other code.
                     err = err._copy_into(RateLimitedError)
                     retry = ra is None or ra <= self.max_retry_after
-                    wait = (1.0 if ra is None else ra) + random.uniform(0, 0.25)
+                    if ra is not None:
+                        wait = ra + random.uniform(0, 0.25)
+                    elif err.code == "RATE_LIMITED":
+                        wait = 1.0 + random.uniform(0, 0.25)
+                    else:
+                        wait = _backoff(attempt)
                 elif resp.status == 503 and err.code == "REQUEST_PROTECTION":
                     retry = ra is None or ra <= self.max_retry_after
                     wait = (1.0 if ra is None else ra) + random.uniform(0, 0.25)
@@ -382,7 +478,7 @@ def _field(data: Any, name: str) -> Dict[str, Any]:
     return data[name]
 
 
-def _api_error(resp: http.client.HTTPResponse, raw: bytes) -> MayflyError:
+def _api_error(resp: http.client.HTTPResponse, raw: bytes, method: str, url: str) -> MayflyError:
     code, message, details, rid = "", "", None, resp.getheader("X-Request-ID", "") or ""
     try:
         env = json.loads(raw)
@@ -393,13 +489,20 @@ def _api_error(resp: http.client.HTTPResponse, raw: bytes) -> MayflyError:
         rid = str(env.get("request_id") or rid)
     except (ValueError, AttributeError):
         pass
+    if not code and not message:
+        # No error envelope: not the API (the admin port, a proxy, a base
+        # URL without /v1 on another server).
+        message = (f"{resp.reason or 'HTTP ' + str(resp.status)}: not an answer of the Mayfly API "
+                   "(is the base URL the API's, ending in /v1?)")
     return MayflyError(
-        message or resp.reason or f"HTTP {resp.status}",
+        message,
         status=resp.status,
         code=code,
         request_id=rid,
         details=details,
         retry_after=_retry_after(resp.getheader("Retry-After")),
+        method=method,
+        url=url,
     )
 
 
@@ -413,8 +516,9 @@ class Inbox:
     that returns True once the call is to end: setting it ends the call at
     once with :class:`CancelledError`). After :meth:`delete`, or
     once the service no longer accepts the inbox, every method raises
-    :class:`InboxGoneError`. Used as a context manager, the inbox is deleted
-    at the end of the block."""
+    :class:`InboxGoneError` (:meth:`delete` excepted: it returns False).
+    Used as a context manager, the inbox is deleted at the end of the
+    block."""
 
     def __init__(self, client: Client, jar: http.cookiejar.CookieJar) -> None:
         self._client = client
@@ -423,7 +527,9 @@ class Inbox:
         self._lock = threading.Lock()
         self._stream = threading.Lock()
         self._gone: Optional[InboxGoneError] = None
-        self._returned: Set[str] = set()
+        # The ids a wait or message() returned, in that order (a dict: an
+        # ordered set); state() saves them as "seen".
+        self._returned: Dict[str, None] = {}
 
     def __repr__(self) -> str:
         return f"<mayfly.Inbox {self.address}>"
@@ -432,10 +538,7 @@ class Inbox:
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        try:
-            self.delete()
-        except InboxGoneError:
-            pass
+        self.delete()
 
     @property
     def mailbox(self) -> Mailbox:
@@ -453,8 +556,44 @@ class Inbox:
 
     @property
     def gone(self) -> bool:
-        """Whether the inbox is known to be gone (deleted or expired)."""
+        """Whether the inbox is known to be gone (deleted, or the service no
+        longer accepts it)."""
         return self._gone is not None
+
+    def state(self) -> Dict[str, Any]:
+        """What restores this inbox in another process (or in the Go or
+        TypeScript client): a dict in the shared JSON format of
+        clients/SCENARIOS.md — ``version``, ``base``, ``mailbox``, the jar's
+        ``cookies`` (name, value, path, ``expires`` in RFC 3339 unless a
+        session cookie, ``secure`` when set), the ``seen`` ids (oldest
+        first) and ``gone`` when gone. ``json.dumps`` it; restore it with
+        :meth:`Client.restore`. It holds the inbox's cookies: keep it as
+        secret as the inbox (never log it)."""
+        cookies: List[Dict[str, Any]] = []
+        for c in self._jar:
+            d: Dict[str, Any] = {"name": c.name, "value": c.value, "path": c.path}
+            if c.expires is not None:
+                d["expires"] = _rfc3339(datetime.fromtimestamp(c.expires, timezone.utc))
+            if c.secure:
+                d["secure"] = True
+            cookies.append(d)
+        mb = self.mailbox
+        mailbox: Dict[str, Any] = {"id": mb.id, "address": mb.address, "kind": mb.kind}
+        for name in ("expires_at", "max_expires_at"):
+            t = getattr(mb, name)
+            if t is not None:
+                mailbox[name] = _rfc3339(t)
+        with self._lock:
+            seen = list(self._returned)
+        st: Dict[str, Any] = {"version": STATE_VERSION, "base": self._client.base_url, "mailbox": mailbox,
+                              "cookies": cookies, "seen": seen}
+        if self.gone:
+            st["gone"] = True
+        return st
+
+    def _saw(self, id: str) -> None:
+        with self._lock:
+            self._returned[id] = None
 
     # Calls.
 
@@ -469,8 +608,7 @@ class Inbox:
         if isinstance(e, InboxGoneError):
             g = e
         else:
-            cls = _SessionGoneError if e.status == 401 else InboxGoneError
-            g = e._copy_into(cls, f"inbox expired or deleted: {e.message}{hint}")
+            g = e._copy_into(InboxGoneError, f"inbox expired or deleted: {e.message}{hint}")
         with self._lock:
             if self._gone is None:
                 self._gone = g  # type: ignore[assignment]
@@ -535,12 +673,27 @@ class Inbox:
             self._mailbox = Mailbox.from_json(_field(data, "mailbox"))
             return self._mailbox
 
-    def delete(self, *, timeout: Optional[float] = None, cancel: Cancel = None) -> None:
-        """Destroys the inbox and its messages. From then on every method
-        raises :class:`InboxGoneError` without sending a request."""
-        with self._client._ctx(timeout, cancel) as ctx:
-            self._do("DELETE", "/mailboxes/current", None, _WRITE, ctx)
-        self._mark_gone(InboxGoneError("inbox deleted", status=0))
+    def delete(self, *, timeout: Optional[float] = None, cancel: Cancel = None) -> bool:
+        """Destroys the inbox and its messages; returns whether it existed.
+        Idempotent: an inbox already gone (deleted before, by this object or
+        another holder of its cookies, or expired) is success, and returns
+        False (after this object's own delete without a request). From then
+        on every other method raises :class:`InboxGoneError` without
+        sending a request."""
+        if self._gone is not None:
+            return False
+        try:
+            with self._client._ctx(timeout, cancel) as ctx:
+                self._do("DELETE", "/mailboxes/current", None, _WRITE, ctx)
+        except InboxGoneError:
+            return False
+        except MayflyError as e:
+            if e.status != 404 or e.code != "MAILBOX_NOT_FOUND":
+                raise
+            self._mark_gone(e)
+            return False
+        self._mark_gone(InboxGoneError("inbox deleted", url=self._client.base_url))
+        return True
 
     def list(
         self,
@@ -600,8 +753,7 @@ class Inbox:
         ``wait_for_message(since="unseen")``."""
         with self._client._ctx(timeout, cancel) as ctx:
             m = self._message(id, ctx)
-        with self._lock:
-            self._returned.add(m.id)
+        self._saw(m.id)
         return m
 
     def _message(self, id: str, ctx: Ctx) -> Message:
@@ -620,27 +772,28 @@ class Inbox:
         transient MayflyError when the stream could not be opened."""
         c = self._client
         self._check_gone()
+        url = c._url("/events")
         try:
             conn, resp = c._send(self._jar, "GET", "/events", None, ctx, "text/event-stream", c.stream_open_timeout)
         except (_NotSent, _Sent) as e:
             ctx.check_cancel()
-            raise TransportError(f"GET /events: {e.__cause__}") from e.__cause__
+            raise TransportError(str(e.__cause__), method="GET", url=url) from e.__cause__
         ok = False
         try:
             if resp.status != 200:
-                err = _api_error(resp, resp.read(_MAX_BODY))
+                err = _api_error(resp, resp.read(_MAX_BODY), "GET", url)
                 if err.status == 401:
                     raise self._mark_gone(err)
                 raise err
             ctype = (resp.getheader("Content-Type") or "").split(";")[0].strip().lower()
             if ctype != "text/event-stream":
-                raise ProtocolError(f"GET /events: content type {ctype!r}, not an event stream")
+                raise ProtocolError(f"content type {ctype!r}, not an event stream", method="GET", url=url)
             conn._mayfly_sock.settimeout(c.stream_idle_timeout)  # type: ignore[attr-defined]
             ok = True
             return conn, resp
         except (OSError, http.client.HTTPException) as e:
             ctx.check_cancel()
-            raise TransportError(f"GET /events: {e}") from e
+            raise TransportError(str(e), method="GET", url=url) from e
         finally:
             if not ok:
                 ctx.detach(conn)
@@ -778,26 +931,72 @@ class Inbox:
             if not ctx.sleep(_backoff(attempt), clamp=True):
                 return
 
+    @contextlib.contextmanager
+    def _one_stream(self, what: str) -> Iterator[None]:
+        """Holds the inbox's one stream (its waits and events()) for a block;
+        StreamBusyError when another holds it."""
+        self._check_gone()
+        if not self._stream.acquire(blocking=False):
+            raise StreamBusyError("an event stream of this inbox is already open", method=what,
+                                  url=self._client.base_url)
+        try:
+            yield
+        finally:
+            self._stream.release()
+
+    def _wait_ctx(self, timeout: Optional[float], cancel: Cancel) -> Tuple[Ctx, Optional[float]]:
+        """The context of a wait: ``timeout`` (None: the client's
+        wait_timeout), the watchdog on its deadline, and the count of its
+        transport failures in a row (UnreachableError)."""
+        if timeout is None:
+            timeout = self._client.wait_timeout
+        ctx = Ctx(timeout, cancel, watch_deadline=True)
+        ctx.reach = Reach()
+        return ctx, timeout
+
+    def _timeout_error(self, what: str, timeout: Optional[float], ctx: Ctx, m: Optional["_Matcher"]) -> WaitTimeoutError:
+        """The wait-timeout error, saying why: the server unreachable (the
+        last error, for how long), or the messages that arrived and matched
+        none, or that none arrived."""
+        head = f"no matching message within {timeout:g}s" if timeout is not None else "no matching message"
+        if m is not None and m.want > 1:
+            head = f"{len(m.found)} of {m.want} matching messages within {timeout:g}s"
+        r = ctx.reach
+        down = None if r is None else r.down_for()
+        if r is not None and down is not None:
+            why = f"the server has been unreachable for {down:.1f}s (last error: {r.last})"
+        elif m is not None and m.others:
+            n = m.others
+            first = json.dumps(m.first_other, ensure_ascii=False)
+            why = f"{n} message{'s' if n != 1 else ''} arrived, none matched (first: {first})"
+        elif m is not None and not m.found:
+            why = "no message arrived"
+        else:
+            why = "the deadline passed"
+        return WaitTimeoutError(f"{head}: {why}", method=what, url=self._client.base_url)
+
     def events(
         self, *, timeout: Optional[float] = None, cancel: Cancel = None
     ) -> Iterator[Event]:
         """The inbox's new messages as they arrive, from GET /events, across
         reconnects (each followed by a list that yields what the stream
-        missed). Messages present when it starts are not yielded. It ends
-        quietly after ``timeout`` seconds (``None``: never), raises
-        :class:`InboxGoneError` when the inbox is deleted or expires,
-        :class:`CancelledError` on ``cancel``, and :class:`StreamBusyError`
-        when another stream of this inbox runs. Closing the generator (or
-        leaving the ``for`` loop) closes the stream."""
-        self._check_gone()
-        if not self._stream.acquire(blocking=False):
-            raise StreamBusyError("an event stream of this inbox is already open")
-        try:
-            with Ctx(timeout, cancel, watch_deadline=True) as ctx:
+        missed). Messages present when it starts are not yielded.
+
+        At ``timeout`` seconds (default: the client's ``wait_timeout``, 20 s)
+        it ends with :class:`WaitTimeoutError` (catch it to end quietly);
+        it raises :class:`UnreachableError` when every attempt has failed for
+        the client's ``unreachable_after``, :class:`InboxGoneError` when the
+        inbox is deleted or expires, :class:`CancelledError` on ``cancel``,
+        and :class:`StreamBusyError` when another stream of this inbox runs.
+        Closing the generator (or leaving the ``for`` loop) closes the
+        stream."""
+        with self._one_stream("events"):
+            ctx, timeout = self._wait_ctx(timeout, cancel)
+            with ctx:
                 for m, missed in self._follow(ctx, existing=False, fallback=False):
                     yield Event(type=EVENT_MESSAGE_RECEIVED, message=m, missed=missed)
-        finally:
-            self._stream.release()
+                ctx.check_cancel()
+                raise self._timeout_error("events", timeout, ctx, None)
 
     def wait_for_message(
         self,
@@ -825,7 +1024,8 @@ class Inbox:
           the wait has started, or take a message id or a time before
           triggering it;
         - a message id (or a :class:`MessageSummary`): received after that
-          message (list order);
+          message (list order); an id the inbox does not hold raises
+          :class:`MessageNotFoundError`;
         - an aware :class:`~datetime.datetime`: ``received_at`` strictly
           after it (a naive one is taken as UTC).
 
@@ -837,77 +1037,152 @@ class Inbox:
         stream (polling the list every 5 s when the stream fails twice in a
         row, until the deadline; for 60 s, with a warning on the ``mayfly``
         logger, when the service ends the stream because another program
-        opened one on the same inbox) and outlives restarts, refused connections, 503s and 429s until
-        ``timeout`` seconds (default: the client's ``wait_timeout``; ``None``
-        there means no deadline), then raises :class:`WaitTimeoutError`.
-        Setting ``cancel`` ends it at once with :class:`CancelledError`."""
-        self._check_gone()
-        rx_subject, rx_from, rx_text = _compile(subject), _compile(from_), _compile(text)
-        if timeout is None:
-            timeout = self._client.wait_timeout
-        if not self._stream.acquire(blocking=False):
-            raise StreamBusyError("an event stream of this inbox is already open")
-        try:
-            with Ctx(timeout, cancel, watch_deadline=True) as ctx:
-                found = self._wait(ctx, rx_subject, rx_from, rx_text, match, since)
-                if found is None:
-                    raise WaitTimeoutError(f"no matching message within {timeout}s")
-                return found
-        finally:
-            self._stream.release()
+        opened one on the same inbox) and outlives restarts, refused
+        connections, 503s and 429s until ``timeout`` seconds (default: the
+        client's ``wait_timeout``, 20 s; ``None`` there means no deadline),
+        then raises :class:`WaitTimeoutError`, whose message says why. When
+        every attempt has failed at the transport level for the client's
+        ``unreachable_after`` (10 s), it raises :class:`UnreachableError`
+        at once. Setting ``cancel`` ends it with :class:`CancelledError`."""
+        return self._waiting("wait_for_message", 1, subject, from_, text, match, since, timeout, cancel)[0]
 
-    def _wait(
+    def wait_for_messages(
         self,
-        ctx: Ctx,
-        rx_subject: Optional[Pattern[str]],
-        rx_from: Optional[Pattern[str]],
-        rx_text: Optional[Pattern[str]],
+        count: int,
+        *,
+        subject: Regex = None,
+        from_: Regex = None,
+        text: Regex = None,
+        match: Optional[Callable[[Message], bool]] = None,
+        since: Since = "unseen",
+        timeout: Optional[float] = None,
+        cancel: Cancel = None,
+    ) -> List[Message]:
+        """``count`` messages that match and are new in the sense of
+        ``since`` (as :meth:`wait_for_message`), oldest first, once all have
+        arrived; they count as seen. At the deadline it raises
+        :class:`WaitTimeoutError` saying how many it had (and marks none
+        seen)."""
+        if count < 1:
+            raise ValueError("mayfly: wait_for_messages wants a count of 1 or more")
+        return self._waiting("wait_for_messages", count, subject, from_, text, match, since, timeout, cancel)
+
+    def expect_no_message(
+        self,
+        within: float,
+        *,
+        subject: Regex = None,
+        from_: Regex = None,
+        text: Regex = None,
+        match: Optional[Callable[[Message], bool]] = None,
+        since: Since = "unseen",
+        cancel: Cancel = None,
+    ) -> None:
+        """Succeeds when no message that matches (as :meth:`wait_for_message`)
+        and is new in the sense of ``since`` arrives within ``within``
+        seconds; otherwise raises :class:`UnexpectedMessageError` carrying
+        it (``received``) as soon as it arrives. At the end of the window
+        it lists the inbox once more, so a window the server could not be
+        reached in is an error (the transport's), never a success."""
+        m = _Matcher(subject, from_, text, match, 1)
+        with self._one_stream("expect_no_message"):
+            ctx, _ = self._wait_ctx(within, cancel)
+            with ctx:
+                new = self._since(ctx, since, "expect_no_message")
+                if new is not None:
+                    self._collect(ctx, new, m)
+            if new is not None and not m.found:
+                # The window is over: one more list, as a plain call, to
+                # see what arrived since the stream last spoke.
+                with self._client._ctx(None, cancel) as last:
+                    for s in reversed(self._all(last)):
+                        if m.found or not new(s) or not m.summary_ok(s):
+                            continue
+                        full = self._full(last, s.id)
+                        if full is not None and m.full_ok(full):
+                            m.found.append(full)
+        if new is None:
+            ctx.check_cancel()
+            raise self._timeout_error("expect_no_message", within, ctx, None)
+        if m.found:
+            got = m.found[0]
+            self._saw(got.id)
+            e = UnexpectedMessageError(
+                f"a matching message arrived within {within:g}s: {got.subject!r} from {got.from_!r}",
+                code="UNEXPECTED_MESSAGE", method="expect_no_message", url=self._client.base_url,
+            )
+            e.received = got
+            raise e
+
+    def _waiting(
+        self,
+        what: str,
+        count: int,
+        subject: Regex,
+        from_: Regex,
+        text: Regex,
         match: Optional[Callable[[Message], bool]],
         since: Since,
-    ) -> Optional[Message]:
+        timeout: Optional[float],
+        cancel: Cancel,
+    ) -> List[Message]:
+        m = _Matcher(subject, from_, text, match, count)
+        with self._one_stream(what):
+            ctx, timeout = self._wait_ctx(timeout, cancel)
+            with ctx:
+                new = self._since(ctx, since, what)
+                if new is not None:
+                    self._collect(ctx, new, m)
+                if len(m.found) < count:
+                    ctx.check_cancel()
+                    raise self._timeout_error(what, timeout, ctx, m)
+        for msg in m.found:
+            self._saw(msg.id)
+        return m.found
+
+    def _since(self, ctx: Ctx, since: Since, what: str) -> Optional[Callable[[MessageSummary], bool]]:
+        """Whether a message is new in the sense of ``since``; None when the
+        deadline passed before the inbox could be listed ("now", an id)."""
         if isinstance(since, MessageSummary):
             since = since.id
-        old: Optional[Set[str]] = None  # the ids that are not new ("now", an id)
-        after: Optional[datetime] = None
         if isinstance(since, datetime):
             after = since if since.tzinfo is not None else since.replace(tzinfo=timezone.utc)
-        elif since != "unseen":
-            items = self._retrying(ctx, lambda: self._all(ctx))
-            if items is None:
-                return None
-            if since == "now":
-                old = {m.id for m in items}
-            else:
-                ids = [m.id for m in items]  # newest first
-                if since not in ids:
-                    raise ValueError(f"mayfly: since={since!r}: no such message in this inbox")
-                old = set(ids[ids.index(since):])
+            return lambda s: s.received_at is not None and s.received_at > after
+        if since == "unseen":
+            return lambda s: s.id not in self._returned
+        items = self._retrying(ctx, lambda: self._all(ctx))
+        if items is None:
+            return None
+        ids = [s.id for s in items]  # newest first
+        if since == "now":
+            old = set(ids)
+        elif since in ids:
+            old = set(ids[ids.index(since):])
+        else:
+            raise MessageNotFoundError(
+                f"since={since!r}: no such message in this inbox",
+                status=404, code="MESSAGE_NOT_FOUND", method=what, url=self._client.base_url,
+            )
+        return lambda s: s.id not in old
 
-        def new(m: MessageSummary) -> bool:
-            if old is not None:
-                return m.id not in old
-            if after is not None:
-                return m.received_at is not None and m.received_at > after
-            return m.id not in self._returned
-
+    def _collect(self, ctx: Ctx, new: Callable[[MessageSummary], bool], m: "_Matcher") -> None:
+        """Follows the inbox (what is there first, oldest first) into
+        m.found until it holds m.want messages or the deadline passes."""
         for summary, _ in self._follow(ctx, existing=True, fallback=True):
             if not new(summary):
                 continue
-            if rx_subject is not None and not rx_subject.search(summary.subject):
-                continue
-            if rx_from is not None and not rx_from.search(summary.from_):
+            if not m.summary_ok(summary):
+                m.other(summary.subject)
                 continue
             msg = self._full(ctx, summary.id)
             if msg is None:
                 continue
-            if rx_text is not None and not rx_text.search(msg.text_body):
+            if not m.full_ok(msg):
+                m.other(msg.subject)
                 continue
-            if match is not None and not match(msg):
-                continue
-            with self._lock:
-                self._returned.add(msg.id)
-            return msg
-        return None
+            m.found.append(msg)
+            if len(m.found) >= m.want:
+                return
 
     def _full(self, ctx: Ctx, id: str) -> Optional[Message]:
         """The message with its bodies once it is no longer pending; None if
@@ -939,3 +1214,39 @@ class Inbox:
             attempt += 1
             if not ctx.sleep(_backoff(attempt), clamp=True):
                 return None
+
+
+class _Matcher:
+    """The conditions of a wait, and what it has met: the messages found,
+    and the new ones that matched none (for the wait-timeout error)."""
+
+    def __init__(self, subject: Regex, from_: Regex, text: Regex,
+                 match: Optional[Callable[[Message], bool]], want: int) -> None:
+        self.subject, self.from_, self.text = _compile(subject), _compile(from_), _compile(text)
+        self.match = match
+        self.want = want
+        self.found: List[Message] = []
+        self.others = 0
+        self.first_other = ""
+
+    def summary_ok(self, s: MessageSummary) -> bool:
+        if self.subject is not None and not self.subject.search(s.subject):
+            return False
+        return self.from_ is None or bool(self.from_.search(s.from_))
+
+    def full_ok(self, msg: Message) -> bool:
+        if self.text is not None and not self.text.search(msg.text_body):
+            return False
+        return self.match is None or bool(self.match(msg))
+
+    def other(self, subject: str) -> None:
+        if not self.others:
+            self.first_other = subject
+        self.others += 1
+
+
+def _rfc3339(t: datetime) -> str:
+    """t in UTC as RFC 3339 with a Z (the fraction without trailing zeros)."""
+    t = t.astimezone(timezone.utc)
+    frac = f"{t.microsecond:06d}".rstrip("0")
+    return t.strftime("%Y-%m-%dT%H:%M:%S") + (f".{frac}" if frac else "") + "Z"

@@ -29,6 +29,8 @@ class MayflyError(Exception):
         request_id: str = "",
         details: Optional[Dict[str, Any]] = None,
         retry_after: Optional[float] = None,
+        method: str = "",
+        url: str = "",
     ) -> None:
         super().__init__(message)
         self.status = status
@@ -37,38 +39,58 @@ class MayflyError(Exception):
         self.request_id = request_id
         self.details: Dict[str, Any] = details or {}
         self.retry_after = retry_after
+        #: The call that failed: the HTTP method and URL (never a cookie),
+        #: or for a wait the client method and the base URL.
+        self.method = method
+        self.url = url
 
     def __str__(self) -> str:
-        parts = []
-        if self.status:
-            parts.append(str(self.status))
-        if self.code:
-            parts.append(self.code)
-        head = " ".join(parts)
-        text = f"mayfly: {head}: {self.message}" if head else f"mayfly: {self.message}"
+        text = "mayfly: "
+        where = " ".join(p for p in (self.method, self.url) if p)
+        if where:
+            text += where + ": "
+        head = " ".join(p for p in (str(self.status) if self.status else "", self.code) if p)
+        if head:
+            text += head + ": "
+        text += self.message
         if self.request_id:
             text += f" (request {self.request_id})"
         return text
 
     def _copy_into(self, cls: type, message: Optional[str] = None) -> "MayflyError":
         """The same API error as another kind."""
-        return cls(
+        e = cls(
             message if message is not None else self.message,
             status=self.status,
             code=self.code,
             request_id=self.request_id,
             details=dict(self.details),
             retry_after=self.retry_after,
+            method=self.method,
+            url=self.url,
         )
+        for k, v in vars(self).items():
+            if k not in vars(e):
+                setattr(e, k, v)
+        return e
 
 
-class InboxGoneError(MayflyError):
+class SessionInvalidError(MayflyError):
+    """The service no longer accepts the inbox's session. Raised as an
+    :class:`InboxGoneError` (a subclass): a gone inbox is also a session
+    that is invalid, in all three clients; ``code`` says which answer it
+    was (``MAILBOX_SESSION_INVALID``, ...)."""
+
+
+class InboxGoneError(SessionInvalidError):
     """The inbox was deleted (by this client: then no request is sent), or
     the service no longer accepts it: any 401 to a call made with the
     inbox's cookies (``MAILBOX_SESSION_INVALID`` after expiry or a deletion
     by another copy of the jar, a refused scoped cookie on select, ...), or
     404 ``MAILBOX_NOT_FOUND`` to select. It cannot be recovered: create a new
-    inbox. Every method of a gone inbox raises it."""
+    inbox. Every method of a gone inbox raises it (:meth:`Inbox.delete`
+    excepted, which returns False). It is also a
+    :class:`SessionInvalidError`."""
 
 
 class CreationLimitError(MayflyError):
@@ -79,20 +101,30 @@ class CreationLimitError(MayflyError):
 
 
 class RateLimitedError(MayflyError):
-    """The request rate (429 ``RATE_LIMITED``) still refused the call after the
-    retries the call allows, or its deadline came first."""
+    """A 429 that is not a creation limit (``RATE_LIMITED``, or any other
+    code or none) still refused the call after the retries the call allows,
+    or its deadline came first."""
 
 
-class SessionInvalidError(MayflyError):
-    """The service answered 401 to the inbox's cookies (its session, or its
-    scoped cookie on select). Such an inbox is gone: the error raised is an
-    :class:`InboxGoneError` that is also a SessionInvalidError; ``code``
-    says which 401 it was."""
+class MessageNotFoundError(MayflyError):
+    """``MESSAGE_NOT_FOUND``: no such message in this inbox (a
+    :meth:`Inbox.message` of an unknown id, or a wait's ``since`` naming a
+    message the inbox does not hold)."""
+
+
+class UnexpectedMessageError(MayflyError):
+    """:meth:`Inbox.expect_no_message` found a matching message within its
+    window; ``received`` is that message (a :class:`Message`)."""
+
+    received: Any = None
 
 
 class WaitTimeoutError(MayflyError, TimeoutError):
-    """A wait reached its deadline without a matching message (also a
-    :class:`TimeoutError`)."""
+    """A wait (or ``events()``) reached its deadline without a matching
+    message (also a :class:`TimeoutError`). Its message says why: the server
+    unreachable (the last error, for how long), or how many messages
+    arrived and matched none (the first one's subject), or that none
+    arrived."""
 
 
 class StreamBusyError(MayflyError):
@@ -107,6 +139,16 @@ class CancelledError(MayflyError):
 class TransportError(MayflyError):
     """No usable answer: the connection was refused, reset or timed out (the
     cause is chained as ``__cause__``). ``status`` is 0."""
+
+
+class UnreachableError(TransportError):
+    """A wait or ``events()`` gave up early: every attempt failed at the
+    transport level (refused, reset, timed out, no HTTP answer) for the
+    client's ``unreachable_after`` (10 s) in a row. The message names the URL
+    and the last error (chained as ``__cause__``); ``unreachable_for`` is
+    how long every attempt had failed, in seconds."""
+
+    unreachable_for: float = 0.0
 
 
 class ProtocolError(MayflyError):

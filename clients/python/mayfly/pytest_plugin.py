@@ -2,54 +2,100 @@
 creates an inbox for a test and deletes it afterwards.
 
 Installed with the package, pytest loads it by itself (the ``pytest11``
-entry point); from a clone, load it with ``-p mayfly.pytest_plugin``. The
-service is ``--mayfly-url``, else the environment variable ``MAYFLY_URL``,
-else ``http://127.0.0.1:8080/v1`` (what ``make run`` serves)."""
+entry point); from a clone, load it with ``-p mayfly.pytest_plugin``.
+
+Configure it without overriding a fixture. Each setting is, first found:
+a command-line option, an environment variable, an ini option (pytest.ini,
+``[tool.pytest.ini_options]`` of pyproject.toml, tox.ini, setup.cfg), the
+default:
+
+============================  ===========================  ============================  ==========================
+command line                  environment                  ini option                    default
+============================  ===========================  ============================  ==========================
+``--mayfly-url``              ``MAYFLY_URL``               ``mayfly_url``                ``http://127.0.0.1:8080/v1``
+``--mayfly-timeout``          ``MAYFLY_TIMEOUT``           ``mayfly_timeout``            20 (seconds; every wait)
+``--mayfly-lifetime``         ``MAYFLY_LIFETIME``          ``mayfly_lifetime``           the service's (minutes)
+``--mayfly-wait-for-capacity`` ``MAYFLY_WAIT_FOR_CAPACITY`` ``mayfly_wait_for_capacity`` off
+============================  ===========================  ============================  ==========================
+
+A test's own deadline: ``mayfly_inbox.wait_for_message(..., timeout=5)``.
+"""
 
 from __future__ import annotations
 
 import os
-from typing import Iterator
+from typing import Any, Iterator, Optional
 
 import pytest
 
-from .client import Client, Inbox
-from .errors import InboxGoneError
+from .client import DEFAULT_WAIT_TIMEOUT, Client, Inbox
 
 DEFAULT_URL = "http://127.0.0.1:8080/v1"
+
+# name: (environment variable, help)
+_SETTINGS = {
+    "url": ("MAYFLY_URL", f"base URL of the Mayfly API, with /v1 (default {DEFAULT_URL})"),
+    "timeout": ("MAYFLY_TIMEOUT", f"default deadline of every wait, in seconds (default {DEFAULT_WAIT_TIMEOUT:g})"),
+    "lifetime": ("MAYFLY_LIFETIME", "lifetime of each fixture inbox, in minutes (default: the service's)"),
+    "wait_for_capacity": ("MAYFLY_WAIT_FOR_CAPACITY",
+                          "wait out a creation limit instead of failing the test (1/true/yes; default off)"),
+}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("mayfly", "Mayfly temporary inboxes")
-    group.addoption(
-        "--mayfly-url",
-        dest="mayfly_url",
-        default=None,
-        help=f"base URL of the Mayfly API, with /v1 (default: $MAYFLY_URL, else {DEFAULT_URL})",
-    )
+    for name, (env, text) in _SETTINGS.items():
+        group.addoption(f"--mayfly-{name.replace('_', '-')}", dest=f"mayfly_{name}", default=None,
+                        help=f"{text}; else ${env}, else the ini option mayfly_{name}")
+        parser.addini(f"mayfly_{name}", f"{text}; --mayfly-{name.replace('_', '-')} and ${env} win", default="")
+
+
+def _setting(config: pytest.Config, name: str) -> Optional[str]:
+    """The command line's, else the environment's, else the ini file's
+    value of a setting; None when none sets it."""
+    for value in (config.getoption(f"mayfly_{name}"), os.environ.get(_SETTINGS[name][0]),
+                  config.getini(f"mayfly_{name}")):
+        if value not in (None, ""):
+            return str(value).strip()
+    return None
+
+
+def _number(config: pytest.Config, name: str) -> Optional[float]:
+    value = _setting(config, name)
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        raise pytest.UsageError(f"mayfly_{name} ({_SETTINGS[name][0]}): {value!r} is not a number") from None
 
 
 @pytest.fixture(scope="session")
 def mayfly_url(request: pytest.FixtureRequest) -> str:
-    """The service's base URL: --mayfly-url, $MAYFLY_URL, or the default."""
-    return request.config.getoption("mayfly_url") or os.environ.get("MAYFLY_URL") or DEFAULT_URL
+    """The service's base URL: --mayfly-url, $MAYFLY_URL, the ini option
+    mayfly_url, or the default."""
+    return _setting(request.config, "url") or DEFAULT_URL
 
 
 @pytest.fixture(scope="session")
-def mayfly_client(mayfly_url: str) -> Client:
-    """A :class:`mayfly.Client` of the service, shared by the session."""
-    return Client(mayfly_url)
+def mayfly_client(request: pytest.FixtureRequest, mayfly_url: str) -> Client:
+    """A :class:`mayfly.Client` of the service, shared by the session; its
+    waits' default deadline is mayfly_timeout (20 s)."""
+    timeout = _number(request.config, "timeout")
+    return Client(mayfly_url, wait_timeout=DEFAULT_WAIT_TIMEOUT if timeout is None else timeout)
 
 
 @pytest.fixture
-def mayfly_inbox(mayfly_client: Client) -> Iterator[Inbox]:
+def mayfly_inbox(request: pytest.FixtureRequest, mayfly_client: Client) -> Iterator[Inbox]:
     """A new inbox (created and selected, its own cookie jar), deleted after
-    the test."""
-    inbox = mayfly_client.create_inbox()
+    the test (also when the test deleted it: delete() is idempotent)."""
+    lifetime = _number(request.config, "lifetime")
+    capacity = (_setting(request.config, "wait_for_capacity") or "").lower() in ("1", "true", "yes", "on")
+    kw: Any = {"wait_for_capacity": capacity}
+    if capacity:
+        kw["timeout"] = mayfly_client.wait_timeout
+    inbox = mayfly_client.create_inbox(None if lifetime is None else int(lifetime), **kw)
     try:
         yield inbox
     finally:
-        try:
-            inbox.delete()
-        except InboxGoneError:
-            pass
+        inbox.delete()

@@ -39,7 +39,7 @@ def _free_port() -> int:
 class Stack:
     """`mayfly all` as a subprocess; stop() and start() keep its ports."""
 
-    def __init__(self, binary: Path, redis_addrs: str, workdir: Path) -> None:
+    def __init__(self, binary: Path, redis_addrs: str, workdir: Path, **env: str) -> None:
         self.binary = binary
         self.http = f"127.0.0.1:{_free_port()}"
         self.smtp = f"127.0.0.1:{_free_port()}"
@@ -64,6 +64,7 @@ class Stack:
             "MAYFLY_SHUTDOWN_TIMEOUT": "2s",
             "MAYFLY_LOG_LEVEL": "warn",
         }
+        self.env.update(env)
         self.proc: Optional[subprocess.Popen] = None
 
     def start(self, timeout: float = 20.0) -> None:
@@ -128,6 +129,12 @@ class Stack:
         with smtplib.SMTP(host, port, timeout=10) as s:
             s.send_message(m)
 
+    def send_raw(self, to: str, raw: bytes, sender: str = "eve@example.org") -> None:
+        """Raw bytes as one message over SMTP (smtplib)."""
+        host, port = tuple_addr(self.smtp)
+        with smtplib.SMTP(host, port, timeout=10) as s:
+            s.sendmail(sender, [to], raw)
+
 
 def tuple_addr(a: str):
     host, _, port = a.rpartition(":")
@@ -163,6 +170,24 @@ def stack():
             yield s
         finally:
             s.stop()
+
+
+@pytest.fixture
+def make_stack(tmp_path):
+    """Starts a stack of its own (settings overridden by keyword, e.g.
+    MAYFLY_RATE_ACTIVE_PER_IP="2"): for the tests that stop it or need other
+    limits than the session's stack. Stopped after the test."""
+    started = []
+
+    def make(**env: str) -> Stack:
+        s = Stack(mayfly_binary(), redis_addrs(), tmp_path, **env)
+        s.start()
+        started.append(s)
+        return s
+
+    yield make
+    for s in started:
+        s.stop()
 
 
 @pytest.fixture

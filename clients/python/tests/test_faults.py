@@ -233,9 +233,10 @@ def test_gone_on_401_then_no_request(srv):
         inbox.list()
     assert e.value.code == "MAILBOX_SESSION_INVALID" and inbox.gone
     srv.requests.clear()
-    for call in (inbox.current, inbox.delete, lambda: inbox.message(MBOX), lambda: inbox.extend(1)):
+    for call in (inbox.current, lambda: inbox.message(MBOX), lambda: inbox.extend(1)):
         with pytest.raises(mayfly.InboxGoneError):
             call()
+    assert inbox.delete() is False
     assert srv.requests == []
 
 
@@ -294,7 +295,7 @@ CALLS = {
     "select": lambda ib: ib.select(),
     "current": lambda ib: ib.current(),
     "extend": lambda ib: ib.extend(1),
-    "delete": lambda ib: ib.delete(),
+    # delete() is idempotent: on a gone inbox it returns False (below).
     "list": lambda ib: ib.list(),
     "messages": lambda ib: next(ib.messages()),
     "message": lambda ib: ib.message(MBOX),
@@ -313,26 +314,32 @@ def test_any_401_with_the_inbox_cookies_is_gone(srv, first, code):
     inbox = make_inbox(srv)
     srv.script["GET /v1/messages"] = [OK_LIST]
     srv.script[ROUTES[first]] = [err(401, code) if code else (401, None, {})]
-    with pytest.raises(mayfly.InboxGoneError) as e:
-        CALLS[first](inbox)
-    assert e.value.status == 401 and e.value.code == code and inbox.gone
+    if first == "delete":
+        assert inbox.delete() is False  # idempotent: gone is success
+        assert inbox.gone and inbox._gone.status == 401 and inbox._gone.code == code
+    else:
+        with pytest.raises(mayfly.InboxGoneError) as e:
+            CALLS[first](inbox)
+        assert e.value.status == 401 and e.value.code == code and inbox.gone
     srv.requests.clear()
     for name, call in CALLS.items():
         with pytest.raises(mayfly.InboxGoneError):
             call(inbox)
             pytest.fail(f"{name} did not raise")
+    assert inbox.delete() is False
     assert srv.requests == []
 
 
 def test_delete_then_no_request(srv):
     inbox = make_inbox(srv)
     srv.script["DELETE /v1/mailboxes/current"] = [(204, None, {})]
-    inbox.delete()
+    assert inbox.delete() is True
     srv.requests.clear()
     for name, call in CALLS.items():
         with pytest.raises(mayfly.InboxGoneError):
             call(inbox)
             pytest.fail(f"{name} did not raise")
+    assert inbox.delete() is False
     assert srv.requests == []
 
 
@@ -368,8 +375,11 @@ def test_replaced_stream_polls_then_reopens(srv, caplog):
     c._replaced_pause = 1.5
     srv.script["GET /v1/messages"] = [OK_LIST]
     srv.script["GET /v1/events"] = [sse("retry: 3000\n\n" + REPLACED), sse(": ping\n\n")]
-    with caplog.at_level("WARNING", logger="mayfly"):
-        assert list(inbox.events(timeout=2.3)) == []
+    got = []
+    with caplog.at_level("WARNING", logger="mayfly"), pytest.raises(mayfly.WaitTimeoutError):
+        for ev in inbox.events(timeout=2.3):
+            got.append(ev)
+    assert got == []
     opens = [t for r, t in srv.times if r == "GET /v1/events"]
     lists = [t for r, t in srv.times if r == "GET /v1/messages"]
     assert len(opens) >= 2, srv.requests
@@ -438,3 +448,78 @@ def test_match_predicate_gets_the_full_message(srv):
     got = inbox.wait_for_message(match=for_alice, timeout=10)
     assert got.id == b["id"]
     assert all(isinstance(m, mayfly.Message) and m.html_body for m in seen)
+
+
+# Issues 27 and 30: the contract's second round, where only a scripted
+# server gives the answer (a real stack's 429s all say RATE_LIMITED).
+
+
+@pytest.mark.parametrize("answer", [
+    (429, None, {}),                                    # no body at all (a proxy's 429)
+    err(429, "TOO_MANY_REQUESTS"),                      # another code, no Retry-After
+    (429, {"error": {"message": "slow down"}}, {}),    # no code
+])
+def test_429_without_code_retried(srv, answer):
+    # scenario: 429-without-code-retried
+    # Any 429 that is not a creation limit is retried like RATE_LIMITED:
+    # without Retry-After, after the backoff (200 ms base, full jitter), on
+    # every call (a POST creation included).
+    retries = []
+    srv.script["POST /v1/mailboxes"] = [answer, answer, CREATED]
+    srv.script[f"POST /v1/mailboxes/{MBOX}/select"] = [answer, SELECTED]
+    inbox = mayfly.Client(srv.base, on_retry=retries.append).create_inbox()
+    srv.script["GET /v1/messages"] = [answer, OK_LIST]
+    assert inbox.list().items == []
+    assert srv.count("POST /v1/mailboxes") == 3 and srv.count("GET /v1/messages") == 2
+    assert [r.status for r in retries] == [429] * 4
+    assert all(r.wait <= 0.2 * 2 ** (r.attempt - 1) for r in retries), retries  # the backoff, not 1 s
+    # With Retry-After, that is waited.
+    h = dict(answer[2], **{"Retry-After": "1"})
+    srv.script["GET /v1/messages"] = [(429, answer[1], h), OK_LIST]
+    t0 = time.monotonic()
+    assert inbox.list().items == []
+    assert 1.0 <= time.monotonic() - t0 < 2.0
+    # After the attempts: a RateLimitedError naming the call.
+    srv.script["GET /v1/messages"] = [answer]
+    with pytest.raises(mayfly.RateLimitedError) as e:
+        inbox.list()
+    assert e.value.status == 429 and f"GET {srv.base}/messages?limit=20&offset=0" in str(e.value)
+
+
+def test_creation_limit_without_retry_after_is_not_retried(srv):
+    srv.script["POST /v1/mailboxes"] = [err(429, "ACTIVE_INBOX_LIMIT"), CREATED]
+    with pytest.raises(mayfly.CreationLimitError):
+        mayfly.Client(srv.base).create_inbox()
+    assert srv.count("POST /v1/mailboxes") == 1
+
+
+def test_wait_for_capacity_waits_out_retry_after(srv):
+    # wait-for-capacity: a creation rate limit's Retry-After is waited out
+    # within the deadline, and not past it.
+    srv.script["POST /v1/mailboxes"] = [err(429, "CREATION_RATE_LIMITED", "1"), CREATED]
+    srv.script[f"POST /v1/mailboxes/{MBOX}/select"] = [SELECTED]
+    t0 = time.monotonic()
+    mayfly.Client(srv.base).create_inbox(wait_for_capacity=True, timeout=5)
+    assert 1.0 <= time.monotonic() - t0 < 2.0
+    srv.script["POST /v1/mailboxes"] = [err(429, "CREATION_RATE_LIMITED", "30")]
+    t0 = time.monotonic()
+    with pytest.raises(mayfly.CreationLimitError) as e:
+        mayfly.Client(srv.base).create_inbox(wait_for_capacity=True, timeout=5)
+    assert e.value.retry_after == 30 and time.monotonic() - t0 < 0.5
+
+
+def test_events_unreachable_and_explained():
+    # events(): transport failures for unreachable_after end it with
+    # UnreachableError, as a wait.
+    s = Scripted()
+    port = s.httpd.server_address[1]
+    srv = s
+    inbox = make_inbox(srv, unreachable_after=1.5)
+    srv.script["GET /v1/messages"] = [OK_LIST]
+    s.close()  # the port now refuses connections
+    t0 = time.monotonic()
+    with pytest.raises(mayfly.UnreachableError) as e:
+        for _ in inbox.events(timeout=20):
+            pass
+    assert 1.5 <= time.monotonic() - t0 < 6.0
+    assert f"127.0.0.1:{port}/v1/" in str(e.value)

@@ -95,13 +95,13 @@ def test_deleted_inbox_every_call(stack, client):
     inbox = client.create_inbox(lifetime_minutes=1)
     stack.send(inbox.address, "kept", "hello 123456\n")
     msg = inbox.wait_for_message(subject="kept", timeout=15)
-    inbox.delete()
+    assert inbox.delete() is True
     sent = []
     orig = client._send
     client._send = lambda *a, **k: sent.append(a) or orig(*a, **k)  # type: ignore[assignment]
     try:
+        assert inbox.delete() is False  # idempotent (delete-idempotent)
         calls = {
-            "delete": lambda: inbox.delete(),
             "current": lambda: inbox.current(),
             "select": lambda: inbox.select(),
             "extend": lambda: inbox.extend(1),
@@ -246,7 +246,7 @@ def test_html_only_link_and_code(stack, inbox):
     got = mayfly.links(msg)
     assert "https://app.example/confirm?user=42&token=abc" in got, got
     assert not any("&amp;" in u for u in got), got
-    assert mayfly.code(msg) in ("2026", "583104")  # the first run of 4-8 digits
+    assert mayfly.code(msg) == "583104"  # next to "code", not the year in the table
     assert mayfly.code(msg, r"code is\s+(\d+)") == "583104"
 
 
@@ -356,10 +356,22 @@ def test_stream_outlives_its_open_timeout(stack, caplog):
     # The open timeout bounds opening only; an open stream may stay silent
     # up to the idle timeout (heartbeats come every 20 s).
     c = mayfly.Client(stack.base_url, stream_open_timeout=0.3)
-    with c.create_inbox(lifetime_minutes=1) as inbox, caplog.at_level("DEBUG", logger="mayfly"):
+    opens = []
+    orig = c._send
+
+    def send(jar, method, path, *a, **k):
+        if path == "/events":
+            opens.append(time.monotonic())
+        return orig(jar, method, path, *a, **k)
+
+    c._send = send  # type: ignore[assignment]
+    with c.create_inbox(lifetime_minutes=1) as inbox:
+        t0 = time.monotonic()
         with pytest.raises(WaitTimeoutError):
             inbox.wait_for_message(timeout=1.5)
-    assert not [r for r in caplog.records if "stream" in r.getMessage()], caplog.text
+    # One stream for the whole wait: it was not reconnected after 0.3 s
+    # (counted from the requests, not from the log's wording).
+    assert len(opens) == 1 and opens[0] - t0 < 0.3, opens
 
 
 def test_dataclasses_match_the_served_openapi_document(stack):
@@ -377,3 +389,397 @@ def test_dataclasses_match_the_served_openapi_document(stack):
         want = {f.strip() for f in m.group(1).split(",")}
         got = {"from" if f.name == "from_" else f.name for f in dataclasses.fields(cls)}
         assert got == want, cls.__name__
+
+
+# The scenarios of the client contract's second round (issues 27 and 30).
+
+
+def _other_holder(client, inbox):
+    """Another Inbox object over a copy of inbox's jar: another program that
+    holds the same cookies."""
+    import copy
+    import http.cookiejar
+
+    jar = http.cookiejar.CookieJar()
+    for c in inbox._jar:
+        jar.set_cookie(copy.copy(c))
+    other = mayfly.Inbox(client, jar)
+    other._mailbox = inbox.mailbox
+    return other
+
+
+def test_default_timeout(stack):
+    # scenario: default-timeout
+    c = mayfly.Client(stack.base_url)
+    assert c.wait_timeout == 20.0
+    with c.create_inbox(lifetime_minutes=2) as inbox:
+        t0 = time.monotonic()
+        with pytest.raises(WaitTimeoutError) as e:
+            inbox.wait_for_message(subject="never")  # no timeout given
+        elapsed = time.monotonic() - t0
+    assert 20.0 <= elapsed < 22.0, elapsed
+    assert "within 20s" in str(e.value), str(e.value)
+
+
+def test_failed_message_returned(stack, inbox):
+    # scenario: failed-message-returned
+    raw = (b"  a leading continuation line makes the header unreadable\r\n"
+           b"From: Eve <eve@example.org>\r\nSubject: Cannot be parsed\r\n"
+           b"Content-Type: text/plain\r\n\r\nnever shown\r\n")
+    stack.send_raw(inbox.address, raw)
+    msg = inbox.wait_for_message(timeout=15)
+    assert msg.status == mayfly.STATUS_FAILED
+    assert msg.text_body == "" and msg.html_body == ""
+
+
+def test_since_unknown_id(inbox):
+    # scenario: since-unknown-id
+    with pytest.raises(mayfly.MessageNotFoundError) as e:
+        inbox.wait_for_message(since="00000000-0000-4000-8000-000000000000", timeout=5)
+    assert isinstance(e.value, mayfly.MayflyError) and not isinstance(e.value, ValueError)
+    assert e.value.code == "MESSAGE_NOT_FOUND"
+    # The service's own 404 for an unknown message is the same kind.
+    with pytest.raises(mayfly.MessageNotFoundError) as e:
+        inbox.message("00000000-0000-4000-8000-000000000000")
+    assert e.value.status == 404 and e.value.code == "MESSAGE_NOT_FOUND"
+
+
+def test_gone_is_session_invalid(client):
+    # scenario: gone-is-session-invalid
+    inbox = client.create_inbox(lifetime_minutes=1)
+    _other_holder(client, inbox).delete()
+    with pytest.raises(mayfly.SessionInvalidError) as e:
+        inbox.list()  # the service's 401
+    assert isinstance(e.value, mayfly.InboxGoneError)
+    mine = client.create_inbox(lifetime_minutes=1)
+    mine.delete()
+    with pytest.raises(mayfly.SessionInvalidError) as e:
+        mine.list()  # after its own delete: no request
+    assert isinstance(e.value, mayfly.InboxGoneError)
+
+
+def test_extend_returns_mailbox(inbox):
+    # scenario: extend-returns-mailbox
+    before = inbox.mailbox
+    mb = inbox.extend(1)
+    assert isinstance(mb, mayfly.Mailbox)
+    assert mb.id == before.id and mb.address == before.address
+    assert before.expires_at < mb.expires_at <= mb.max_expires_at
+    assert inbox.mailbox == mb
+
+
+def test_events_timeout(stack, inbox):
+    # scenario: events-timeout
+    got = []
+    t0 = time.monotonic()
+    with pytest.raises(WaitTimeoutError):
+        for ev in inbox.events(timeout=2):
+            got.append(ev)
+    elapsed = time.monotonic() - t0
+    assert got == [] and 2.0 <= elapsed < 3.5, elapsed
+    # An event before the deadline is yielded, then the deadline ends it
+    # with the same error.
+    threading.Timer(0.5, lambda: stack.send(inbox.address, "evented", "hi\n")).start()
+    with pytest.raises(WaitTimeoutError):
+        for ev in inbox.events(timeout=4):
+            got.append(ev)
+    assert [e.message.subject for e in got] == ["evented"]
+
+
+def test_gone_getter(client):
+    # scenario: gone-getter
+    inbox = client.create_inbox(lifetime_minutes=1)
+    assert inbox.gone is False
+    _other_holder(client, inbox).delete()
+    assert inbox.gone is False  # not known yet
+    with pytest.raises(InboxGoneError):
+        inbox.current()
+    assert inbox.gone is True
+    mine = client.create_inbox(lifetime_minutes=1)
+    mine.delete()
+    assert mine.gone is True
+
+
+def test_state_round_trip(stack, client, tmp_path):
+    # scenario: state-round-trip
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    inbox = client.create_inbox(lifetime_minutes=2)
+    try:
+        stack.send(inbox.address, "first", "code 111111\n")
+        first = inbox.wait_for_message(subject="first", timeout=15)
+        state = inbox.state()
+        assert state["version"] == 1 and state["base"] == stack.base_url
+        assert state["mailbox"]["id"] == inbox.id and state["mailbox"]["address"] == inbox.address
+        assert state["mailbox"]["expires_at"].endswith("Z")
+        assert state["seen"] == [first.id] and "gone" not in state
+        names = {c["name"] for c in state["cookies"]}
+        assert names == {"mayfly_" + inbox.id.replace("-", ""), "service_session"}
+        for c in state["cookies"]:
+            assert c["path"] == "/v1" and "secure" not in c  # plain http
+            if "expires" in c:
+                assert mayfly.models.parse_time(c["expires"]) is not None
+        # Restored elsewhere (here: another Client, through JSON text), it
+        # makes no request, knows what was seen, and works.
+        other = mayfly.Client(stack.base_url)
+        sent = []
+        orig = other._send
+        other._send = lambda *a, **k: sent.append(a) or orig(*a, **k)  # type: ignore[assignment]
+        restored = other.restore(json.dumps(state))
+        assert sent == [] and restored.address == inbox.address and restored.mailbox == inbox.mailbox
+        stack.send(inbox.address, "second", "code 222222\n")
+        assert mayfly.code(restored.wait_for_message(timeout=15)) == "222222"  # unseen: not `first`
+        # Through the state tool, as the Go and TypeScript clients run it.
+        stack.send(inbox.address, "third", "code 333333\n")
+        tool = Path(__file__).resolve().parent / "state_tool.py"
+        r = subprocess.run([sys.executable, str(tool), "15"], input=json.dumps(restored.state()),
+                           capture_output=True, text=True, timeout=30)
+        assert r.returncode == 0, r.stderr
+        out = json.loads(r.stdout)
+        assert out["subject"] == "third"
+        assert len(out["state"]["seen"]) == 3 and out["state"]["seen"][:2] == [first.id, restored.state()["seen"][1]]
+        # A state of a gone inbox restores gone; the tool fails with exit 1.
+        restored.delete()
+        gone = restored.state()
+        assert gone["gone"] is True
+        with pytest.raises(InboxGoneError):
+            mayfly.Client(stack.base_url).restore(gone).list()
+        r = subprocess.run([sys.executable, str(tool), "2"], input=json.dumps(gone),
+                           capture_output=True, text=True, timeout=30)
+        assert r.returncode == 1 and "gone" in r.stderr and r.stdout == ""
+    finally:
+        inbox.delete()
+
+
+def test_links_with_text(stack, inbox):
+    # scenario: links-with-text
+    html = ('<p>Hello, <a href="https://app.example/verify?u=42&amp;t=abc">Verify my email</a> or '
+            '<a href="https://app.example/help">get <b>help</b></a>.</p>')
+    stack.send(inbox.address, "Verify", text="Or open https://app.example/start\n", html=html)
+    msg = inbox.wait_for_message(subject="Verify", timeout=15)
+    got = mayfly.links_with_text(msg)
+    assert ("https://app.example/verify?u=42&t=abc", "Verify my email") in got, got
+    assert ("https://app.example/help", "get help") in got, got
+    assert ("https://app.example/start", "") in got, got
+    assert [link.url for link in got] == mayfly.links(msg)
+    verify = next(link.url for link in got if link.text == "Verify my email")
+    assert verify == "https://app.example/verify?u=42&t=abc"
+
+
+def test_code_prefers_keyword(stack, inbox):
+    # scenario: code-prefers-keyword
+    stack.send(inbox.address, "Order 2026 confirmed",
+               "Order #2026 placed 2026-11-24 for 3 items.\nYour verification code is 482913\n")
+    msg = inbox.wait_for_message(subject="Order", timeout=15)
+    assert mayfly.code(msg) == "482913"
+    assert mayfly.codes(msg) == ["2026", "2026", "482913"]
+
+
+def test_wait_count(stack, inbox):
+    # scenario: wait-count
+    stack.send(inbox.address, "noise", "not this one\n")
+    for i in (1, 2, 3):
+        stack.send(inbox.address, f"Your code {i}", f"code {i}{i}{i}{i}{i}{i}\n")
+    got = inbox.wait_for_messages(3, subject="^Your code", timeout=20)
+    assert [m.subject for m in got] == ["Your code 1", "Your code 2", "Your code 3"]  # oldest first
+    # They are seen: the next wait for the same match gets none of them.
+    with pytest.raises(WaitTimeoutError):
+        inbox.wait_for_message(subject="^Your code", timeout=1.5)
+    # Fewer than asked by the deadline: the wait-timeout error says so.
+    stack.send(inbox.address, "Your code 4", "code 444444\n")
+    with pytest.raises(WaitTimeoutError) as e:
+        inbox.wait_for_messages(2, subject="^Your code", timeout=3)
+    assert "1 of 2 matching messages" in str(e.value), str(e.value)
+    assert mayfly.code(inbox.wait_for_message(subject="^Your code", timeout=5)) == "444444"  # not marked seen
+
+
+def test_expect_no_message(stack, inbox):
+    # scenario: expect-no-message
+    stack.send(inbox.address, "Your code", "code 111111\n")
+    inbox.wait_for_message(subject="Your code", timeout=15)
+    t0 = time.monotonic()
+    inbox.expect_no_message(2, subject="Your code")  # the first one is seen: nothing new
+    assert 2.0 <= time.monotonic() - t0 < 4.0
+    threading.Timer(0.5, lambda: stack.send(inbox.address, "Your code", "code 222222\n")).start()
+    t0 = time.monotonic()
+    with pytest.raises(mayfly.UnexpectedMessageError) as e:
+        inbox.expect_no_message(10, subject="Your code")
+    assert time.monotonic() - t0 < 8.0  # as soon as it arrives, not at the end of the window
+    assert mayfly.code(e.value.received) == "222222"
+    assert isinstance(e.value, mayfly.MayflyError)
+    # Another subject does not count.
+    threading.Timer(0.3, lambda: stack.send(inbox.address, "Newsletter", "hi\n")).start()
+    inbox.expect_no_message(2, subject="Your code")
+
+
+def test_expect_no_message_fails_when_the_server_is_down(make_stack):
+    # An absence the client could not observe is not a success.
+    s = make_stack()
+    c = mayfly.Client(s.base_url, max_attempts=2)
+    inbox = c.create_inbox(lifetime_minutes=1)
+    s.stop()
+    with pytest.raises(mayfly.TransportError):
+        inbox.expect_no_message(1.5, subject="Your code")
+
+
+def test_wait_for_capacity(make_stack):
+    # scenario: wait-for-capacity
+    s = make_stack(MAYFLY_RATE_ACTIVE_PER_IP="2")
+    c = mayfly.Client(s.base_url)
+    a, b = c.create_inbox(lifetime_minutes=1), c.create_inbox(lifetime_minutes=1)
+    t0 = time.monotonic()
+    with pytest.raises(mayfly.CreationLimitError) as e:
+        c.create_inbox(lifetime_minutes=1)  # the default: fail at once
+    assert e.value.code == "ACTIVE_INBOX_LIMIT" and time.monotonic() - t0 < 1.0
+    threading.Timer(1.5, a.delete).start()
+    t0 = time.monotonic()
+    third = c.create_inbox(lifetime_minutes=1, wait_for_capacity=True, timeout=10)
+    assert 1.5 <= time.monotonic() - t0 < 5.0
+    # Within the caller's deadline only.
+    t0 = time.monotonic()
+    with pytest.raises(mayfly.CreationLimitError):
+        c.create_inbox(lifetime_minutes=1, wait_for_capacity=True, timeout=2)
+    assert 1.0 <= time.monotonic() - t0 < 3.0
+    for ib in (b, third):
+        ib.delete()
+
+
+def test_runner_fixture(stack, pytester, monkeypatch):
+    # scenario: runner-fixture
+    # The fixture is configured by ini options (here pytest.ini), without
+    # overriding it; the environment beats the ini file, the command line
+    # beats both.
+    monkeypatch.delenv("MAYFLY_URL", raising=False)
+    monkeypatch.delenv("MAYFLY_TIMEOUT", raising=False)
+    pytester.makeini(f"[pytest]\nmayfly_url = {stack.base_url}\nmayfly_timeout = 1.5\nmayfly_lifetime = 2\n")
+    pytester.makepyfile(
+        """
+        import time
+        import pytest
+        import mayfly
+
+        def test_configured(mayfly_inbox, mayfly_client):
+            assert mayfly_client.wait_timeout == float(__import__("os").environ.get("WANT", "1.5"))
+            t0 = time.monotonic()
+            with pytest.raises(mayfly.WaitTimeoutError):
+                mayfly_inbox.wait_for_message(subject="never")
+            assert mayfly_client.wait_timeout <= time.monotonic() - t0 < mayfly_client.wait_timeout + 1.5
+            exp = mayfly_inbox.mailbox.expires_at - mayfly_inbox.mailbox.expires_at.now(mayfly_inbox.mailbox.expires_at.tzinfo)
+            assert 60 < exp.total_seconds() <= 120
+
+        def test_deletes_its_own_inbox(mayfly_inbox):
+            assert mayfly_inbox.delete() is True  # the fixture's teardown is fine with it
+        """
+    )
+    pytester.runpytest("-p", "mayfly.pytest_plugin").assert_outcomes(passed=2)
+    monkeypatch.setenv("MAYFLY_TIMEOUT", "2.5")
+    monkeypatch.setenv("WANT", "2.5")
+    pytester.runpytest("-p", "mayfly.pytest_plugin", "-k", "configured").assert_outcomes(passed=1, deselected=1)
+    monkeypatch.setenv("WANT", "1")
+    pytester.runpytest("-p", "mayfly.pytest_plugin", "-k", "configured",
+                       "--mayfly-timeout=1").assert_outcomes(passed=1, deselected=1)
+    # A wrong URL on the command line beats the ini's right one.
+    r = pytester.runpytest("-p", "mayfly.pytest_plugin", "-k", "deletes", "--mayfly-url=http://127.0.0.1:1/v1")
+    r.assert_outcomes(errors=1, deselected=1)
+
+
+def test_delete_idempotent(client):
+    # scenario: delete-idempotent
+    inbox = client.create_inbox(lifetime_minutes=1)
+    assert inbox.delete() is True
+    assert inbox.delete() is False  # already deleted: success, no request
+    other = client.create_inbox(lifetime_minutes=1)
+    _other_holder(client, other).delete()
+    assert other.delete() is False  # deleted by another holder: the service's 401 is success
+    assert other.gone
+    with client.create_inbox(lifetime_minutes=1) as third:
+        third.delete()  # the context manager's delete at the end is fine with it
+
+
+def test_error_names_url(stack, inbox):
+    # scenario: error-names-url
+    port = stack.http.rsplit(":", 1)[1]
+    # A base URL without /v1: the service's 404 (with its hint), named.
+    with pytest.raises(mayfly.MayflyError) as e:
+        mayfly.Client(f"http://127.0.0.1:{port}").create_inbox(timeout=5)
+    text = str(e.value)
+    assert e.value.status == 404 and f"POST http://127.0.0.1:{port}/mailboxes" in text, text
+    # A call with the inbox's cookies: the URL, never a cookie.
+    with pytest.raises(mayfly.MessageNotFoundError) as e:
+        inbox.message("00000000-0000-4000-8000-000000000000")
+    text = str(e.value)
+    assert f"GET {stack.base_url}/messages/00000000-0000-4000-8000-000000000000: 404 MESSAGE_NOT_FOUND" in text, text
+    assert "(request " in text
+    for c in inbox._jar:
+        assert c.value not in text and c.value not in repr(e.value)
+    # The admin port as the base URL: not the API, and said so.
+    with pytest.raises(mayfly.MayflyError) as e:
+        mayfly.Client(f"http://{stack.admin}/v1").create_inbox(timeout=5)
+    text = str(e.value)
+    assert e.value.status == 404 and f"POST http://{stack.admin}/v1/mailboxes: 404: " in text, text
+    assert "not an answer of the Mayfly API" in text and "/v1" in text, text
+    # No answer at all: the URL and the transport's error.
+    with pytest.raises(mayfly.TransportError) as e:
+        mayfly.Client("http://127.0.0.1:1/v1", max_attempts=1).create_inbox(timeout=2)
+    assert "POST http://127.0.0.1:1/v1/mailboxes" in str(e.value) and "refused" in str(e.value), str(e.value)
+
+
+def test_wait_timeout_explains(stack, inbox, make_stack):
+    # scenario: wait-timeout-explains
+    with pytest.raises(WaitTimeoutError) as e:
+        inbox.wait_for_message(subject="never", timeout=1.5)
+    assert "no message arrived" in str(e.value) and stack.base_url in str(e.value), str(e.value)
+    stack.send(inbox.address, "Welcome aboard", "hello\n")
+    stack.send(inbox.address, "Newsletter", "hello\n")
+    with pytest.raises(WaitTimeoutError) as e:
+        inbox.wait_for_message(subject="Your code", timeout=4)
+    assert '2 messages arrived, none matched (first: "Welcome aboard")' in str(e.value), str(e.value)
+    # The server down for less than unreachable_after: the timeout says so.
+    s = make_stack()
+    c = mayfly.Client(s.base_url)
+    down = c.create_inbox(lifetime_minutes=1)
+    s.stop()
+    with pytest.raises(WaitTimeoutError) as e:
+        down.wait_for_message(timeout=3)
+    text = str(e.value)
+    assert not isinstance(e.value, mayfly.UnreachableError)
+    assert "the server has been unreachable for" in text and "refused" in text, text
+
+
+def test_wait_unreachable(make_stack):
+    # scenario: wait-unreachable
+    s = make_stack()
+    c = mayfly.Client(s.base_url)  # unreachable_after: 10 s by default
+    inbox = c.create_inbox(lifetime_minutes=1)
+    result = {}
+
+    def wait():
+        t0 = time.monotonic()
+        try:
+            inbox.wait_for_message(timeout=60)
+        except BaseException as e:  # noqa: B902 - asserted below
+            result["err"], result["t"] = e, time.monotonic() - t0
+
+    t = threading.Thread(target=wait)
+    t.start()
+    time.sleep(1.0)  # the wait follows the stream
+    s.stop()
+    t.join(40)
+    err = result.get("err")
+    assert isinstance(err, mayfly.UnreachableError), err
+    assert isinstance(err, mayfly.TransportError) and isinstance(err, mayfly.MayflyError)
+    assert 10.0 <= result["t"] < 20.0, result["t"]  # after 10 s of failures, long before 60 s
+    assert 10.0 <= err.unreachable_for < result["t"]
+    assert s.base_url in str(err) and "refused" in str(err), str(err)
+    # Configurable.
+    s.start()
+    c2 = mayfly.Client(s.base_url, unreachable_after=2)
+    inbox2 = c2.create_inbox(lifetime_minutes=1)
+    s.stop()
+    t0 = time.monotonic()
+    with pytest.raises(mayfly.UnreachableError):
+        inbox2.wait_for_message(timeout=30)
+    assert time.monotonic() - t0 < 8.0

@@ -75,6 +75,30 @@ def test_links():
     assert mayfly.links(msg()) == []
 
 
+def test_links_with_text():
+    # links-with-text (unit): the anchor's text for an href, "" for a text
+    # link; the same order and each URL once, as links().
+    m = msg(
+        text="Start at https://a.example/start.",
+        html='<p><a href="https://a.example/verify?u=1&amp;t=2">  Verify\n <b>my</b> email </a></p>'
+             '<a href="https://a.example/start">again</a><a href="https://a.example/x"></a>',
+    )
+    assert mayfly.links_with_text(m) == [
+        ("https://a.example/start", ""),
+        ("https://a.example/verify?u=1&t=2", "Verify my email"),
+        ("https://a.example/x", ""),
+    ]
+    assert [link.url for link in mayfly.links_with_text(m)] == mayfly.links(m)
+    assert mayfly.links_with_text(m)[1].text == "Verify my email"
+
+
+def test_links_unescape_an_href_once():
+    # The HTML parser unescapes attribute values: "&amp;amp;" is the text
+    # "&amp;" in the URL, and must stay so (it was unescaped twice to "&").
+    m = msg(html='<a href="https://a.example/?q=x&amp;amp;y=1">x</a>')
+    assert mayfly.links(m) == ["https://a.example/?q=x&amp;y=1"]
+
+
 def test_code():
     assert mayfly.code(msg(text="Your code: 123456.")) == "123456"
     # 3 or 9 digits are not a code; word boundaries hold.
@@ -83,7 +107,7 @@ def test_code():
     assert mayfly.code(msg(text="1111", html="<b>2222</b>", subject="3333")) == "1111"
     assert mayfly.code(msg(html="<p>Code</p><p>2222</p><script>9999</script>", subject="3333")) == "2222"
     # Cells stay apart: tags count as spaces.
-    assert mayfly.code(msg(html="<td>2026</td><td>123456</td>")) == "2026"
+    assert mayfly.code(msg(html="<td>2026</td><td>1234</td>")) == "2026"
     assert mayfly.code(msg(html="<p>&#x31;&#50;34</p>")) == "1234"
     assert mayfly.code(msg(subject="Your code is 3333")) == "3333"
     # A pattern with a group gives group 1; a compiled pattern works too.
@@ -92,6 +116,30 @@ def test_code():
     assert mayfly.code(msg(text="code: AB-12 ref 9999"), r"code: ([A-Z]+-\d+)") == "AB-12"
     assert mayfly.code(msg(text="token XY9"), re.compile(r"token (\w+)")) == "XY9"
     assert mayfly.code(msg(text="nothing"), r"(\d+)") is None
+
+
+def test_code_prefers_keyword():
+    # code-prefers-keyword (unit): a run near a keyword, else the last
+    # 6-digit run, else the first run of 4 to 8 digits.
+    assert mayfly.code(msg(text="Order #2026 placed 2026-11-24. Your verification code is 482913")) == "482913"
+    assert mayfly.code(msg(text="482913 is your code. Order 2026")) == "482913"
+    assert mayfly.code(msg(text="Your PIN: 9876. Order 123456")) == "9876"
+    assert mayfly.code(msg(text="Your one-time passcode:\n\n  55512")) == "55512"
+    assert mayfly.code(msg(text="Use 31337 as your OTP")) == "31337"
+    assert mayfly.code(msg(text="In 2026 refs 123456 and 654321")) == "654321"
+    assert mayfly.code(msg(text="Year 2026 ref 12345")) == "2026"
+    # The keyword rule over every place first: the subject's keyword beats
+    # the body's year.
+    assert mayfly.code(msg(text="Thanks for your order of 2026", subject="Your code 4821")) == "4821"
+    # A custom pattern keeps the first match.
+    assert mayfly.code(msg(text="2026 code 482913"), r"\d{4}") == "2026"
+
+
+def test_codes():
+    m = msg(text="Order #2026 placed 2026-11-24 code 482913 (ref 123456789)", subject="9999")
+    assert mayfly.codes(m) == ["2026", "2026", "482913"]
+    assert mayfly.codes(msg(html="<p>1111</p><p>2222</p>", subject="3333")) == ["1111", "2222"]
+    assert mayfly.codes(msg(subject="no digits")) == []
 
 
 def test_parse_time():
@@ -197,4 +245,17 @@ def test_client_rejects_bad_base_url():
 def test_error_str_has_no_cookie():
     e = mayfly.MayflyError("Too many requests", status=429, code="RATE_LIMITED", request_id="r1", retry_after=1.0)
     assert str(e) == "mayfly: 429 RATE_LIMITED: Too many requests (request r1)"
+    e = mayfly.MayflyError("Too many requests", status=429, code="RATE_LIMITED", request_id="r1",
+                           method="GET", url="http://h/v1/messages?limit=5")
+    assert str(e) == "mayfly: GET http://h/v1/messages?limit=5: 429 RATE_LIMITED: Too many requests (request r1)"
+
+
+def test_error_kinds():
+    # gone-is-session-invalid (unit): the class hierarchy of the contract.
+    assert issubclass(mayfly.InboxGoneError, mayfly.SessionInvalidError)
+    assert issubclass(mayfly.MessageNotFoundError, mayfly.MayflyError)
+    assert not issubclass(mayfly.MessageNotFoundError, ValueError)
+    assert issubclass(mayfly.UnreachableError, mayfly.TransportError)
+    assert issubclass(mayfly.UnexpectedMessageError, mayfly.MayflyError)
+    assert mayfly.Client("http://h/v1").wait_timeout == 20.0 == mayfly.DEFAULT_WAIT_TIMEOUT
     assert isinstance(mayfly.WaitTimeoutError("x"), TimeoutError)

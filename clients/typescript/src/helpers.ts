@@ -35,42 +35,128 @@ export function htmlText(html: string): string {
 const TEXT_URL = /https?:\/\/[^\s<>"'`]+/gi;
 const HREF = /\bhref\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))/gi;
 
+/** A link of a message with the text it is shown as. */
+export interface Link {
+  url: string;
+  /** The anchor's text (tags removed, entities unescaped, spaces collapsed) for an html href; "" for a bare link in text. */
+  text: string;
+}
+
+/**
+ * Every http and https link of a message with its text: those in text_body
+ * (text ""), then the hrefs of html_body (the text of their `<a>`),
+ * HTML-unescaped, in order of first appearance, each URL once (its first
+ * appearance gives the text).
+ */
+export function linksWithText(message: HasBodies): Link[] {
+  const seen = new Set<string>();
+  const out: Link[] = [];
+  const add = (url: string, text: string) => {
+    if (!/^https?:\/\//i.test(url) || seen.has(url)) return;
+    seen.add(url);
+    out.push({ url, text });
+  };
+  for (const m of (message.text_body ?? '').matchAll(TEXT_URL)) {
+    // Trailing punctuation belongs to the sentence, not the link.
+    add(htmlUnescape(m[0].replace(/[.,;:!?)\]}]+$/, '')), '');
+  }
+  const html = message.html_body ?? '';
+  for (const m of html.matchAll(HREF)) {
+    add(htmlUnescape((m[1] ?? m[2] ?? m[3] ?? '').trim()), anchorText(html, m.index ?? 0));
+  }
+  return out;
+}
+
+/** The text of the `<a>` whose tag holds the href at i; "" when the href is not in an `<a>` tag. */
+function anchorText(html: string, i: number): string {
+  const open = html.lastIndexOf('<', i);
+  if (open < 0 || html.indexOf('>', open) < i || !/^<a\b/i.test(html.slice(open, open + 3))) return '';
+  const end = html.indexOf('>', i);
+  if (end < 0) return '';
+  const close = html.slice(end + 1).search(/<\/a\s*>/i);
+  const inner = close < 0 ? html.slice(end + 1) : html.slice(end + 1, end + 1 + close);
+  return htmlText(inner).replace(/\s+/g, ' ').trim();
+}
+
 /**
  * Every http and https link of a message: those in text_body, then the hrefs
  * of html_body, HTML-unescaped, in order of first appearance, each once.
  */
 export function links(message: HasBodies): string[] {
-  const seen = new Set<string>();
-  const out: string[] = [];
-  const add = (u: string) => {
-    if (!/^https?:\/\//i.test(u) || seen.has(u)) return;
-    seen.add(u);
-    out.push(u);
-  };
-  for (const m of (message.text_body ?? '').matchAll(TEXT_URL)) {
-    // Trailing punctuation belongs to the sentence, not the link.
-    add(htmlUnescape(m[0].replace(/[.,;:!?)\]}]+$/, '')));
-  }
-  for (const m of (message.html_body ?? '').matchAll(HREF)) {
-    add(htmlUnescape((m[1] ?? m[2] ?? m[3] ?? '').trim()));
-  }
-  return out;
+  return linksWithText(message).map((l) => l.url);
 }
 
 /** The default code: a run of 4 to 8 digits on word boundaries. */
 export const DEFAULT_CODE = /\b\d{4,8}\b/;
 
+/** The words a code stands next to (case-insensitive). */
+const KEYWORD = /\b(?:codes?|pin|otp|verification|one-time|passcode)\b/gi;
+const RUN = /\b\d{4,8}\b/g;
+/** How many words may stand between a keyword and its code ("code is 482913", "482913 is your code"). */
+const NEAR = 3;
+
+/** The texts a code is looked for in, in order: text_body, the text of html_body, the subject. */
+function sources(message: HasBodies): string[] {
+  return [message.text_body ?? '', htmlText(message.html_body ?? ''), message.subject ?? ''];
+}
+
+/** Whether the text between a keyword and a run keeps them together: at most NEAR words, no sentence end or parenthesis. */
+function near(gap: string): boolean {
+  if (/[()[\]]|[.!?](?:\s|$)/.test(gap)) return false;
+  const t = gap.trim();
+  return t === '' || t.split(/\s+/).length <= NEAR;
+}
+
 /**
- * The first match of pattern (default: 4 to 8 digits) in text_body, then in
- * the text of html_body, then in the subject; group 1 when the pattern has a
- * capture group. undefined when nothing matches.
+ * The code of a message. With a pattern: its first match in text_body, then
+ * in the text of html_body, then in the subject (group 1 when it has a
+ * capture group). Without (the contract's rule; each step looks in those
+ * three texts in that order): a run of 4 to 8 digits at most 3 words after a
+ * keyword (code, PIN, OTP, verification, one-time, passcode;
+ * case-insensitive), else at most 3 words before one (not across a sentence
+ * end or a parenthesis); otherwise the last run
+ * of 6 digits; otherwise the first run of 4 to 8 digits. "Order #2026 placed 2026-11-24 … Your verification code is
+ * 482913" gives 482913. undefined when nothing matches.
  */
-export function code(message: HasBodies, pattern: RegExp | string = DEFAULT_CODE): string | undefined {
-  const re =
-    typeof pattern === 'string' ? new RegExp(pattern) : new RegExp(pattern.source, pattern.flags.replace(/[gy]/g, ''));
-  for (const text of [message.text_body ?? '', htmlText(message.html_body ?? ''), message.subject ?? '']) {
-    const m = re.exec(text);
-    if (m) return m.length > 1 ? m[1] : m[0];
+export function code(message: HasBodies, pattern?: RegExp | string): string | undefined {
+  const texts = sources(message);
+  if (pattern !== undefined) {
+    const re =
+      typeof pattern === 'string' ? new RegExp(pattern) : new RegExp(pattern.source, pattern.flags.replace(/[gy]/g, ''));
+    for (const text of texts) {
+      const m = re.exec(text);
+      if (m) return m.length > 1 ? m[1] : m[0];
+    }
+    return undefined;
+  }
+  // A run after a keyword first ("code is 482913"), then one before it ("482913 is your code").
+  for (const after of [true, false]) {
+    for (const text of texts) {
+      const keys = [...text.matchAll(KEYWORD)].map((k) => [k.index ?? 0, (k.index ?? 0) + k[0].length] as const);
+      for (const r of text.matchAll(RUN)) {
+        const start = r.index ?? 0;
+        const end = start + r[0].length;
+        const next = keys.some(([ks, ke]) => (after ? ke <= start && near(text.slice(ke, start)) : end <= ks && near(text.slice(end, ks))));
+        if (next) return r[0];
+      }
+    }
+  }
+  for (const text of texts) {
+    const six = [...text.matchAll(RUN)].filter((r) => r[0].length === 6);
+    if (six.length > 0) return six[six.length - 1]![0];
+  }
+  for (const text of texts) {
+    const m = DEFAULT_CODE.exec(text);
+    if (m) return m[0];
   }
   return undefined;
+}
+
+/** Every run of 4 to 8 digits of a message, in text_body, then the text of html_body, then the subject, in order, each once. */
+export function codes(message: HasBodies): string[] {
+  const out: string[] = [];
+  for (const text of sources(message)) {
+    for (const r of text.matchAll(RUN)) if (!out.includes(r[0])) out.push(r[0]);
+  }
+  return out;
 }

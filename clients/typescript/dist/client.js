@@ -551,7 +551,7 @@ export class Inbox {
                             notNew.add(m.id);
                     }
                     else if (!anchorFound) {
-                        throw new MayflyError(`mayfly: since: message ${anchor} is not in the inbox`, { code: 'MESSAGE_NOT_FOUND' });
+                        throw new MayflyError(`mayfly: GET ${this.#o.base}/messages: since: message ${anchor} is not in the inbox`, { code: 'MESSAGE_NOT_FOUND' });
                     }
                 }
                 items = [...step.items].reverse(); // oldest first

@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -163,4 +163,37 @@ test('the README command: npm install <clone>/clients/typescript', async (t) => 
   const dir = scratch(t);
   execFileSync(npm, ['install', '--offline', '--no-audit', '--no-fund', pkgDir], { ...quiet, cwd: dir });
   await smoke(dir);
+});
+
+// The README's fixture file, type-checked against @playwright/test's own types (a devDependency).
+const PW_FIXTURES = `
+import { test as base } from '@playwright/test';
+import { mayflyFixtures, type MayflyFixtures, type MayflyWorkerFixtures } from '@mayfly/client/playwright';
+import { code } from '@mayfly/client';
+
+export const test = base.extend<MayflyFixtures, MayflyWorkerFixtures>(mayflyFixtures({ inbox: { lifetimeMinutes: 5 } }));
+test('typed', async ({ inbox, mayfly }) => {
+  const m = await inbox.waitForMessage({ subject: /code/ });
+  void code(m);
+  void mayfly.baseUrl;
+  // @ts-expect-error: the fixture is an Inbox
+  void inbox.nope;
+});
+`;
+
+test('the Playwright fixture type-checks with test.extend of @playwright/test', (t) => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'mayfly-ts-pw-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'pw', private: true, type: 'module' }));
+  mkdirSync(path.join(dir, 'node_modules', '@mayfly'), { recursive: true });
+  symlinkSync(pkgDir, path.join(dir, 'node_modules', '@mayfly', 'client'));
+  for (const dep of ['@playwright', 'playwright', 'playwright-core']) {
+    symlinkSync(path.join(pkgDir, 'node_modules', dep), path.join(dir, 'node_modules', dep));
+  }
+  writeFileSync(path.join(dir, 'fixtures.ts'), PW_FIXTURES);
+  writeFileSync(path.join(dir, 'tsconfig.json'), JSON.stringify({
+    compilerOptions: { module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2022', strict: true, noEmit: true, skipLibCheck: true },
+    files: ['fixtures.ts'],
+  }));
+  execFileSync(process.execPath, [tsc, '-p', dir], quiet);
 });

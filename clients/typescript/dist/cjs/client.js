@@ -557,7 +557,7 @@ class Inbox {
                             notNew.add(m.id);
                     }
                     else if (!anchorFound) {
-                        throw new errors_js_1.MayflyError(`mayfly: since: message ${anchor} is not in the inbox`, { code: 'MESSAGE_NOT_FOUND' });
+                        throw new errors_js_1.MayflyError(`mayfly: GET ${this.#o.base}/messages: since: message ${anchor} is not in the inbox`, { code: 'MESSAGE_NOT_FOUND' });
                     }
                 }
                 items = [...step.items].reverse(); // oldest first

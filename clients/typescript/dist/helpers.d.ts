@@ -30,15 +30,15 @@ export declare const DEFAULT_CODE: RegExp;
 /**
  * The code of a message. With a pattern: its first match in text_body, then
  * in the text of html_body, then in the subject (group 1 when it has a
- * capture group). Without (the contract's rule; each step looks in those
- * three texts in that order): a run of 4 to 8 digits at most 3 words after a
- * keyword (code, PIN, OTP, verification, one-time, passcode;
- * case-insensitive), else at most 3 words before one (not across a sentence
- * end or a parenthesis); otherwise the last run
- * of 6 digits; otherwise the first run of 4 to 8 digits. "Order #2026 placed 2026-11-24 … Your verification code is
- * 482913" gives 482913. undefined when nothing matches.
+ * capture group). Without (the contract's rule), in the first of those texts
+ * that has a run of 4 to 8 digits: the first run with a keyword (code, PIN,
+ * OTP, verification, one-time, passcode; whole words, any case) among the 3
+ * words before it; else the first run with one among the 3 words after it
+ * ("482913 is your code"); the words stop at a sentence's end; else the last
+ * run of 6 digits; else the first run. "Order #2026 placed 2026-11-24 … Your
+ * verification code is 482913" gives 482913. undefined when nothing matches.
  */
 export declare function code(message: HasBodies, pattern?: RegExp | string): string | undefined;
-/** Every run of 4 to 8 digits of a message, in text_body, then the text of html_body, then the subject, in order, each once. */
+/** Every run of 4 to 8 digits, in order, of the text code() reads (the first of text_body, html text, subject that has one). */
 export declare function codes(message: HasBodies): string[];
 export {};

@@ -68,76 +68,79 @@ export function links(message) {
 }
 /** The default code: a run of 4 to 8 digits on word boundaries. */
 export const DEFAULT_CODE = /\b\d{4,8}\b/;
-/** The words a code stands next to (case-insensitive). */
-const KEYWORD = /\b(?:codes?|pin|otp|verification|one-time|passcode)\b/gi;
+/** The words a code stands next to: whole words, case-insensitive. */
+const KEYWORD = /\b(?:code|pin|otp|verification|one-time|passcode)\b/i;
 const RUN = /\b\d{4,8}\b/g;
-/** How many words may stand between a keyword and its code ("code is 482913", "482913 is your code"). */
+/** How many words (white-space separated) before or after a run are looked at for a keyword. */
 const NEAR = 3;
+/** A sentence's end: the words looked at stop there. */
+const SENTENCE_END = /[.!?](?:\s|$)/;
 /** The texts a code is looked for in, in order: text_body, the text of html_body, the subject. */
 function sources(message) {
     return [message.text_body ?? '', htmlText(message.html_body ?? ''), message.subject ?? ''];
 }
-/** Whether the text between a keyword and a run keeps them together: at most NEAR words, no sentence end or parenthesis. */
-function near(gap) {
-    if (/[()[\]]|[.!?](?:\s|$)/.test(gap))
-        return false;
-    const t = gap.trim();
-    return t === '' || t.split(/\s+/).length <= NEAR;
+/** The runs of 4 to 8 digits of the first text (text_body, html text, subject) that has one, with where they are. */
+function runs(message) {
+    for (const text of sources(message)) {
+        const found = [...text.matchAll(RUN)];
+        if (found.length > 0)
+            return { text, runs: found };
+    }
+    return { text: '', runs: [] };
+}
+/** Whether a keyword is among the NEAR words before the run at [start, end) (after: false) or after it, within its sentence. */
+function keywordNear(text, start, end, before) {
+    let words;
+    if (before) {
+        let head = text.slice(0, start).replace(/\S*$/, ''); // the run's own word is not one of them
+        for (let m = SENTENCE_END.exec(head); m !== null; m = SENTENCE_END.exec(head))
+            head = head.slice(m.index + m[0].length);
+        words = head.split(/\s+/).filter((w) => w !== '').slice(-NEAR);
+    }
+    else {
+        let tail = text.slice(end);
+        const stop = SENTENCE_END.exec(tail);
+        if (stop !== null)
+            tail = tail.slice(0, stop.index);
+        words = tail.replace(/^\S*/, '').split(/\s+/).filter((w) => w !== '').slice(0, NEAR);
+    }
+    return words.some((w) => KEYWORD.test(w));
 }
 /**
  * The code of a message. With a pattern: its first match in text_body, then
  * in the text of html_body, then in the subject (group 1 when it has a
- * capture group). Without (the contract's rule; each step looks in those
- * three texts in that order): a run of 4 to 8 digits at most 3 words after a
- * keyword (code, PIN, OTP, verification, one-time, passcode;
- * case-insensitive), else at most 3 words before one (not across a sentence
- * end or a parenthesis); otherwise the last run
- * of 6 digits; otherwise the first run of 4 to 8 digits. "Order #2026 placed 2026-11-24 … Your verification code is
- * 482913" gives 482913. undefined when nothing matches.
+ * capture group). Without (the contract's rule), in the first of those texts
+ * that has a run of 4 to 8 digits: the first run with a keyword (code, PIN,
+ * OTP, verification, one-time, passcode; whole words, any case) among the 3
+ * words before it; else the first run with one among the 3 words after it
+ * ("482913 is your code"); the words stop at a sentence's end; else the last
+ * run of 6 digits; else the first run. "Order #2026 placed 2026-11-24 … Your
+ * verification code is 482913" gives 482913. undefined when nothing matches.
  */
 export function code(message, pattern) {
-    const texts = sources(message);
     if (pattern !== undefined) {
         const re = typeof pattern === 'string' ? new RegExp(pattern) : new RegExp(pattern.source, pattern.flags.replace(/[gy]/g, ''));
-        for (const text of texts) {
+        for (const text of sources(message)) {
             const m = re.exec(text);
             if (m)
                 return m.length > 1 ? m[1] : m[0];
         }
         return undefined;
     }
-    // A run after a keyword first ("code is 482913"), then one before it ("482913 is your code").
-    for (const after of [true, false]) {
-        for (const text of texts) {
-            const keys = [...text.matchAll(KEYWORD)].map((k) => [k.index ?? 0, (k.index ?? 0) + k[0].length]);
-            for (const r of text.matchAll(RUN)) {
-                const start = r.index ?? 0;
-                const end = start + r[0].length;
-                const next = keys.some(([ks, ke]) => (after ? ke <= start && near(text.slice(ke, start)) : end <= ks && near(text.slice(end, ks))));
-                if (next)
-                    return r[0];
-            }
+    const { text, runs: found } = runs(message);
+    for (const before of [true, false]) {
+        for (const r of found) {
+            const start = r.index ?? 0;
+            if (keywordNear(text, start, start + r[0].length, before))
+                return r[0];
         }
     }
-    for (const text of texts) {
-        const six = [...text.matchAll(RUN)].filter((r) => r[0].length === 6);
-        if (six.length > 0)
-            return six[six.length - 1][0];
-    }
-    for (const text of texts) {
-        const m = DEFAULT_CODE.exec(text);
-        if (m)
-            return m[0];
-    }
-    return undefined;
+    const six = found.filter((r) => r[0].length === 6);
+    if (six.length > 0)
+        return six[six.length - 1][0];
+    return found[0]?.[0];
 }
-/** Every run of 4 to 8 digits of a message, in text_body, then the text of html_body, then the subject, in order, each once. */
+/** Every run of 4 to 8 digits, in order, of the text code() reads (the first of text_body, html text, subject that has one). */
 export function codes(message) {
-    const out = [];
-    for (const text of sources(message)) {
-        for (const r of text.matchAll(RUN))
-            if (!out.includes(r[0]))
-                out.push(r[0]);
-    }
-    return out;
+    return runs(message).runs.map((r) => r[0]);
 }

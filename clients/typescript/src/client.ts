@@ -1158,7 +1158,7 @@ class Watch {
     const u = this.unreachable();
     if (u !== undefined) return u;
     const n = this.arrived.length;
-    if (n > 0) return `${n} other message${n === 1 ? '' : 's'} arrived, none matched (first: ${JSON.stringify(this.arrived[0])})`;
+    if (n > 0) return `${n} message${n === 1 ? '' : 's'} arrived, none matched (first: ${JSON.stringify(this.arrived[0])})`;
     return this.got > 0 ? 'no other message arrived' : 'no message arrived';
   }
 }

@@ -384,7 +384,7 @@ describe('round 3 rules', () => {
     const inbox = await client.createInbox();
     await assert.rejects(inbox.waitForMessage({ timeout: 300 }), /no matching message within 300 ms; no message arrived/);
     srv.items = [other];
-    await assert.rejects(inbox.waitForMessage({ subject: /code/, timeout: 300 }), /1 other message arrived, none matched \(first: "Welcome aboard"\)/);
+    await assert.rejects(inbox.waitForMessage({ subject: /code/, timeout: 300 }), /1 message arrived, none matched \(first: "Welcome aboard"\)/);
     srv.down = true;
     mock.timers.enable({ apis: ['setTimeout', 'Date'], now: 1_000_000 });
     t.after(() => mock.timers.reset());

@@ -140,13 +140,16 @@ describe('links and code', () => {
   test('code: a run next to a keyword, else the last 6-digit run, else the first 4-8 digits; codes() all runs', () => {
     const order = { subject: 'Your order', text_body: 'Order #2026 placed 2026-11-24 for 3 items. Your verification code is 482913. Ref 7781.' };
     assert.equal(code(order), '482913');
-    assert.deepEqual(codes(order), ['2026', '482913', '7781']);
-    assert.equal(code({ text_body: '552211 is your one-time passcode (order 2026).' }), '552211');
+    assert.deepEqual(codes(order), ['2026', '2026', '482913', '7781']);
+    assert.equal(code({ text_body: '552211 is your one-time passcode. Order 2026 ships today.' }), '552211', 'a keyword after, within the sentence');
+    assert.equal(code({ text_body: 'Your code. Order 2026 ships.' }), '2026', 'no keyword across a sentence end: the first run');
     assert.equal(code({ text_body: 'Your PIN: 0042. Call 555-1234 if lost.' }), '0042');
     assert.equal(code({ text_body: 'OTP\n\n  778899' }), '778899');
     assert.equal(code({ text_body: 'Invoice 2026, ticket 123456 and 654321 attached' }), '654321', 'the last 6-digit run');
     assert.equal(code({ text_body: 'Room 2026 and 12345' }), '2026', 'the first 4-8 digit run');
-    assert.equal(code({ text_body: 'Order 2026 shipped', html_body: '<p>Your code: <b>8899</b></p>' }), '8899', 'a keyword in the HTML beats a bare run in the text');
+    assert.equal(code({ text_body: 'Order 2026 shipped', html_body: '<p>Your code: <b>8899</b></p>' }), '2026', 'the first text with a run decides');
+    assert.equal(code({ text_body: 'Welcome!', html_body: '<p>Your code: <b>8899</b></p>', subject: '1234' }), '8899');
+    assert.equal(code({ text_body: 'codes 123456 and 7777' }), '123456', '"codes" is not the keyword: the last 6-digit run');
     assert.equal(code(order, /Ref (\d+)/), '7781', 'a custom pattern: first match, group 1');
     assert.deepEqual(codes({ text_body: 'none' }), []);
   });

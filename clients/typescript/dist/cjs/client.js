@@ -985,7 +985,7 @@ class Watch {
             return u;
         const n = this.arrived.length;
         if (n > 0)
-            return `${n} other message${n === 1 ? '' : 's'} arrived, none matched (first: ${JSON.stringify(this.arrived[0])})`;
+            return `${n} message${n === 1 ? '' : 's'} arrived, none matched (first: ${JSON.stringify(this.arrived[0])})`;
         return this.got > 0 ? 'no other message arrived' : 'no message arrived';
     }
 }

@@ -402,14 +402,20 @@ export class Inbox {
         checkTimeout('within', options?.within);
         if (options?.within === undefined)
             throw new RangeError('mayfly: expectNoMessage: within (milliseconds) is required');
+        checkTimeout('timeout', options.timeout);
         const watch = new Watch(this.#o.base, this.#o.unreachableAfter);
+        // A shorter timeout or the inbox's deadline ends it before the window does: the wait timeout, not success.
+        const window = Math.min(options.within, options.timeout ?? Infinity, this.#deadlineLeft());
         let got;
         try {
-            got = await this.#guard(options.within, options.signal, watch, 'no matching message', (signal) => this.#wait(options, signal, 1, watch, false));
+            got = await this.#guard(window, options.signal, watch, 'no matching message', (signal) => this.#wait(options, signal, 1, watch, false));
         }
         catch (err) {
             if (!(err instanceof WaitTimeoutError))
                 throw err;
+            if (window < options.within) {
+                throw new WaitTimeoutError(`mayfly: expectNoMessage: its timeout or the inbox's deadline came ${window} ms in, before the end of the ${options.within} ms window`);
+            }
             if (watch.failingSince !== undefined) {
                 throw new UnreachableError(`mayfly: expectNoMessage: the service was unreachable at the end of the ${options.within} ms window ` +
                     `(for ${((Date.now() - watch.failingSince) / 1000).toFixed(1)} s; last error: ${watch.lastError}): the absence is not shown`, Date.now() - watch.failingSince);
@@ -422,11 +428,12 @@ export class Inbox {
     /** The timeout of a wait in ms: the caller's (checked) or the client's, never past the inbox's deadline. */
     #waitTimeout(timeout) {
         checkTimeout('timeout', timeout);
-        let ms = timeout ?? this.#o.waitTimeout;
+        return Math.min(timeout ?? this.#o.waitTimeout, this.#deadlineLeft());
+    }
+    /** Milliseconds until the inbox's deadline (createInbox's `deadline`), Infinity without one. */
+    #deadlineLeft() {
         const d = typeof this.#deadline === 'function' ? this.#deadline() : this.#deadline;
-        if (d !== undefined)
-            ms = Math.max(0, Math.min(ms, (d instanceof Date ? d.getTime() : d) - Date.now()));
-        return ms;
+        return d === undefined ? Infinity : Math.max(0, (d instanceof Date ? d.getTime() : d) - Date.now());
     }
     async #waitFor(count, options, what) {
         const watch = new Watch(this.#o.base, this.#o.unreachableAfter);

@@ -135,6 +135,7 @@ describe('contract scenarios', () => {
     assert.equal(m.id, inbox.id);
     assert.equal(m.address, inbox.address);
     assert.ok(Date.parse(m.expires_at) > before + 2 * 60_000, `${m.expires_at} vs ${inbox.mailbox.expires_at}`);
+    assert.ok(Date.parse(m.expires_at) <= Date.parse(m.max_expires_at), 'never past max_expires_at');
     assert.deepEqual(inbox.mailbox, m);
     await inbox.delete();
   });

@@ -432,6 +432,22 @@ describe('round 3 rules', () => {
     assert.equal(refusals, 2 + 1 + 1, 'the second Retry-After (1 s) would pass the 1.5 s timeout: thrown');
   });
 
+  test("expectNoMessage: a timeout or the inbox's deadline before the window's end is the wait timeout, not success", async () => {
+    const srv = scripted((method, path, init) => {
+      if (path === '/events') return sse(['retry: 3000\n\n'], init.signal, true);
+      if (path.startsWith('/messages?')) return listOf([]);
+      return undefined;
+    });
+    const client = new Mayfly({ baseUrl: 'http://api.example/v1', fetch: srv.fetch });
+    const inbox = await client.createInbox({ deadline: Date.now() + 400 });
+    await assert.rejects(inbox.expectNoMessage({ within: 5000 }), (err) => err instanceof WaitTimeoutError && /before the end of the 5000 ms window/.test(err.message));
+    const other = await client.createInbox();
+    await assert.rejects(other.expectNoMessage({ within: 5000, timeout: 300 }), WaitTimeoutError);
+    const t0 = Date.now();
+    await other.expectNoMessage({ within: 300 });
+    assert.ok(Date.now() - t0 >= 300);
+  });
+
   test('state() and restore(): the jar, the seen ids and gone, no request', async () => {
     const kept = summary('33333333-2222-4333-8444-555555555555', 'first');
     const srv = scripted((method, path) => {

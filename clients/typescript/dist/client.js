@@ -2,8 +2,9 @@
 // The rules (retries, the gone error, waiting, events) are the shared
 // contract of clients/SCENARIOS.md.
 import { CookieJar, setCookieValues } from './cookies.js';
-import { CREATION_LIMIT_CODES, CreationLimitError, InboxGoneError, MayflyError, RateLimitedError, SessionInvalidError, StreamBusyError, WaitTimeoutError, parseRetryAfter, } from './errors.js';
+import { CREATION_LIMIT_CODES, CreationLimitError, InboxGoneError, MayflyError, RateLimitedError, SessionInvalidError, StreamBusyError, UnexpectedMessageError, UnreachableError, WaitTimeoutError, parseRetryAfter, } from './errors.js';
 import { SSEParser } from './sse.js';
+import { parseState, toStateCookie, fromStateCookie } from './state.js';
 /** The API's floor for polling the message list, in milliseconds. */
 export const MIN_POLL_INTERVAL = 5000;
 /**
@@ -12,6 +13,22 @@ export const MIN_POLL_INTERVAL = 5000;
  * polls the message list before opening the stream again, in milliseconds.
  */
 export const REPLACED_PAUSE = 60_000;
+/** A wait's timeout when the caller gives none, in milliseconds (the same 20 s in the three clients). */
+export const DEFAULT_WAIT_TIMEOUT = 20_000;
+/** How long every attempt of a wait may fail at the transport level before it ends with UnreachableError, in ms. */
+export const DEFAULT_UNREACHABLE_AFTER = 10_000;
+/** The smallest timeout taken: a smaller one is most likely seconds given where milliseconds are meant. */
+export const MIN_TIMEOUT = 100;
+/** Throws a RangeError for a timeout (milliseconds) under MIN_TIMEOUT or not a number. */
+function checkTimeout(name, ms) {
+    if (ms === undefined)
+        return;
+    if (typeof ms !== 'number' || Number.isNaN(ms) || ms < MIN_TIMEOUT) {
+        throw new RangeError(`mayfly: ${name} is in milliseconds and must be at least ${MIN_TIMEOUT}: got ${String(ms)} (did you mean ${String(ms)} s = ${Number(ms) * 1000} ms?)`);
+    }
+}
+/** setTimeout's longest delay; a longer timer would fire at once. */
+const MAX_TIMER = 2 ** 31 - 1;
 /** The comment the service ends a replaced stream with (after the colon and a space). */
 const REPLACED_COMMENT = 'replaced';
 /** The default logger: warnings to console.warn, the rest dropped. */
@@ -33,6 +50,8 @@ export class Mayfly {
         if (u.protocol !== 'http:' && u.protocol !== 'https:') {
             throw new MayflyError(`mayfly: base URL ${JSON.stringify(options.baseUrl)}: want http(s)://host/v1`);
         }
+        checkTimeout('waitTimeout', options.waitTimeout);
+        checkTimeout('requestTimeout', options.requestTimeout);
         const f = options.fetch ?? globalThis.fetch;
         if (typeof f !== 'function')
             throw new MayflyError('mayfly: no global fetch (Node 18 or later is needed)');
@@ -45,7 +64,8 @@ export class Mayfly {
             pollInterval: Math.max(MIN_POLL_INTERVAL, options.pollInterval ?? MIN_POLL_INTERVAL),
             streamOpenTimeout: options.streamOpenTimeout ?? 10_000,
             streamIdleTimeout: options.streamIdleTimeout ?? 65_000,
-            waitTimeout: options.waitTimeout ?? 60_000,
+            waitTimeout: options.waitTimeout ?? DEFAULT_WAIT_TIMEOUT,
+            unreachableAfter: options.unreachableAfter ?? DEFAULT_UNREACHABLE_AFTER,
             maxRetryAfter: options.maxRetryAfter ?? 10_000,
             userAgent: options.userAgent ?? 'mayfly-ts-client/1',
             log: options.logger ?? defaultLogger,
@@ -61,9 +81,55 @@ export class Mayfly {
      * refused connection); a creation limit throws CreationLimitError at once.
      */
     async createInbox(options = {}) {
+        checkTimeout('timeout', options.timeout);
         const body = options.lifetimeMinutes === undefined ? {} : { lifetime_minutes: options.lifetimeMinutes };
-        const inbox = new Inbox(this.#o, new CookieJar(this.#o.base));
-        await inbox._create(body, options);
+        const make = () => new Inbox(this.#o, new CookieJar(this.#o.base), options.deadline);
+        if (!options.waitForCapacity) {
+            const inbox = make();
+            await inbox._create(body, options);
+            return inbox;
+        }
+        const until = Date.now() + (options.timeout ?? this.#o.waitTimeout);
+        for (;;) {
+            const inbox = make();
+            try {
+                await inbox._create(body, { signal: options.signal, timeout: Math.max(1, until - Date.now()) });
+                return inbox;
+            }
+            catch (err) {
+                if (!(err instanceof CreationLimitError))
+                    throw err;
+                // Retry-After when the limit gives one (the creation windows), else a poll every second (the active cap).
+                const wait = err.retryAfter !== undefined ? err.retryAfter * 1000 + Math.random() * 250 : 1000;
+                if (Date.now() + wait >= until)
+                    throw err;
+                this.#o.log('creation limit: waiting for capacity', { code: err.code, wait }, 'info');
+                await sleep(wait, options.signal);
+            }
+        }
+    }
+    /**
+     * An Inbox from a saved state (Inbox.state(), or the state of the Go or
+     * Python client: one JSON format, an object or its JSON text). No request
+     * is made. The state's base must be this client's.
+     */
+    restore(state, options = {}) {
+        const st = parseState(state);
+        let base;
+        try {
+            base = new URL(st.base).toString().replace(/\/+$/, '');
+        }
+        catch {
+            throw new MayflyError(`mayfly: restore: the state's base ${JSON.stringify(st.base)} is not a URL`);
+        }
+        if (base !== this.#o.base) {
+            throw new MayflyError(`mayfly: restore: the state is for ${base}, this client talks to ${this.#o.base}`);
+        }
+        const jar = new CookieJar(this.#o.base);
+        for (const c of st.cookies)
+            jar.put(fromStateCookie(c));
+        const inbox = new Inbox(this.#o, jar, options.deadline);
+        inbox._restore(st);
         return inbox;
     }
 }
@@ -80,10 +146,46 @@ export class Inbox {
     #streaming = false;
     /** Ids returned by a wait or message(): what `since: 'unseen'` leaves out. */
     #returned = new Set();
-    /** @internal use Mayfly.createInbox */
-    constructor(o, jar) {
+    #deadline;
+    /** The running wait's watch (what its attempts met), when one runs. */
+    #watch;
+    /** @internal use Mayfly.createInbox or Mayfly.restore */
+    constructor(o, jar, deadline) {
         this.#o = o;
         this.#jar = jar;
+        this.#deadline = deadline;
+    }
+    /** Whether the inbox is gone (deleted, expired, its session revoked): every method but delete() then throws InboxGoneError. */
+    get gone() {
+        return this.#gone !== undefined;
+    }
+    /**
+     * The inbox's saved state (one JSON format with the Go and Python
+     * clients): the mailbox, the cookie jar and the ids already returned.
+     * Mayfly.restore() makes an Inbox of it in another process. It holds the
+     * cookie values: keep it as secret as they are.
+     */
+    state() {
+        const st = {
+            version: 1,
+            base: this.#o.base,
+            mailbox: this.mailbox,
+            cookies: this.#jar.cookies().map(toStateCookie),
+            seen: [...this.#returned],
+        };
+        if (this.#gone !== undefined)
+            st.gone = true;
+        return st;
+    }
+    /** @internal */
+    _restore(st) {
+        this.#mailbox = { ...st.mailbox };
+        for (const id of st.seen)
+            this.#returned.add(id);
+        if (st.gone) {
+            this.#gone = new InboxGoneError('mayfly: inbox gone (restored as gone)');
+            this.#jar.clear();
+        }
     }
     /** The inbox as last seen (creation, select, current, extend). */
     get mailbox() {
@@ -116,6 +218,7 @@ export class Inbox {
     }
     /** Opens a new session with the scoped cookie (replaces the jar's service_session). */
     async select(options = {}) {
+        checkTimeout('timeout', options.timeout);
         this.#alive();
         const path = `/mailboxes/${encodeURIComponent(this.id)}/select`;
         const out = await this.#call('POST', path, undefined, 'refusedOnly', options);
@@ -124,24 +227,49 @@ export class Inbox {
     }
     /** Reads the inbox (GET /mailboxes/current). */
     async current(options = {}) {
+        checkTimeout('timeout', options.timeout);
         const out = await this.#call('GET', '/mailboxes/current', undefined, 'safe', options);
         this.#mailbox = out.mailbox;
         return this.mailbox;
     }
     /** Asks for minutes (1 to 10) more; the grant never passes max_expires_at. Returns the inbox with its new expiry. */
     async extend(minutes, options = {}) {
+        checkTimeout('timeout', options.timeout);
         const out = await this.#call('PATCH', '/mailboxes/current', { extension_minutes: minutes }, 'refusedOnly', options);
         this.#mailbox = out.mailbox;
         return this.mailbox;
     }
-    /** Destroys the inbox and its messages; from then on every method throws InboxGoneError without a request. */
+    /**
+     * Destroys the inbox and its messages; from then on every other method
+     * throws InboxGoneError without a request. Idempotent: an inbox already
+     * gone (deleted here or elsewhere, expired) is success. Resolves to whether
+     * this call deleted it (false: it was gone already; no request is sent when
+     * this object knows it).
+     */
     async delete(options = {}) {
-        await this.#call('DELETE', '/mailboxes/current', undefined, 'refusedOnly', options);
+        checkTimeout('timeout', options.timeout);
+        if (this.#gone !== undefined)
+            return false;
+        try {
+            await this.#call('DELETE', '/mailboxes/current', undefined, 'refusedOnly', options);
+        }
+        catch (err) {
+            if (err instanceof InboxGoneError)
+                return false; // a 401: #errorOf marked it gone
+            if (err instanceof MayflyError && err.status === 404 && err.code === 'MAILBOX_NOT_FOUND') {
+                this.#gone = new InboxGoneError(`mayfly: inbox expired or deleted: ${err.message}`, err);
+                this.#jar.clear();
+                return false;
+            }
+            throw err;
+        }
         this.#gone = new InboxGoneError('mayfly: inbox deleted');
         this.#jar.clear();
+        return true;
     }
     /** One page of messages, newest first. */
     async list(options = {}) {
+        checkTimeout('timeout', options.timeout);
         return this.#list(options.limit ?? 20, options.offset ?? 0, options, this.#o.maxAttempts);
     }
     /** Every page of messages, newest first, fetched as the iteration goes. */
@@ -161,12 +289,14 @@ export class Inbox {
     }
     /** One message with its bodies; it counts as returned for `since: 'unseen'`. */
     async message(id, options = {}) {
+        checkTimeout('timeout', options.timeout);
         const m = await this.#message(id, options, this.#o.maxAttempts);
         this.#returned.add(m.id);
         return m;
     }
     /** Deletes one message. */
     async deleteMessage(id, options = {}) {
+        checkTimeout('timeout', options.timeout);
         await this.#call('DELETE', `/messages/${encodeURIComponent(id)}`, undefined, 'refusedOnly', options);
     }
     /**
@@ -175,16 +305,36 @@ export class Inbox {
      * (missed: true). When the service ends the stream because another
      * program opened one on this inbox, it warns (the logger), polls the list
      * every 5 s for a minute, then opens the stream again. Ends with
-     * InboxGoneError when the inbox expires or is deleted; breaking out of the
-     * loop or the signal closes the stream.
+     * InboxGoneError when the inbox expires or is deleted, with
+     * WaitTimeoutError at its `timeout` (default the client's waitTimeout,
+     * 20 s), with UnreachableError when the service has been unreachable for
+     * unreachableAfter (10 s); breaking out of the loop or the signal closes
+     * the stream.
      */
     async *events(options = {}) {
+        const timeout = this.#waitTimeout(options.timeout);
         this.#alive();
         this.#takeStream();
-        const signal = options.signal ?? new AbortController().signal;
+        const watch = new Watch(this.#o.base, this.#o.unreachableAfter);
+        const ctl = new AbortController();
+        watch.signal = ctl.signal;
+        watch.abort = (err) => ctl.abort(err);
+        this.#watch = watch;
+        const timer = timeout < MAX_TIMER
+            ? setTimeout(() => {
+                const why = watch.unreachable() ?? `${yielded} message${yielded === 1 ? '' : 's'} yielded`;
+                ctl.abort(new WaitTimeoutError(`mayfly: events(): its timeout of ${timeout} ms passed; ${why}`));
+            }, timeout)
+            : undefined;
+        const user = options.signal;
+        const onAbort = () => ctl.abort(user?.reason);
+        if (user?.aborted)
+            ctl.abort(user.reason);
+        user?.addEventListener('abort', onAbort, { once: true });
         const seen = new Set();
+        let yielded = 0;
         try {
-            for await (const step of this.#follow(signal, false, false)) {
+            for await (const step of this.#follow(ctl.signal, false, false)) {
                 const items = step.kind === 'list' ? [...step.items].reverse() : [step.item];
                 for (const m of items) {
                     if (seen.has(m.id))
@@ -192,38 +342,126 @@ export class Inbox {
                     seen.add(m.id);
                     if (step.kind === 'list' && step.initial)
                         continue; // there before events() began
+                    yielded++;
                     yield { type: 'message.received', message: m, missed: step.kind === 'list' };
                 }
             }
         }
+        catch (err) {
+            if (ctl.signal.aborted)
+                throw ctl.signal.reason; // the caller's reason, or the timeout
+            throw err;
+        }
         finally {
+            clearTimeout(timer);
+            user?.removeEventListener('abort', onAbort);
+            watch.close();
+            if (this.#watch === watch)
+                this.#watch = undefined;
             this.#streaming = false;
         }
     }
     /**
      * The first message that matches and is new in the sense of `since`
-     * (default 'unseen'), with its bodies; the oldest when several qualify.
-     * Follows the event stream, lists after every (re)connect, polls every 5 s
-     * when the stream fails twice in a row (and for a minute, with a warning to
-     * the logger, when the service ends the stream because another program
-     * opened one on the inbox), and keeps going through restarts,
-     * refused connections, 503s and 429s until its timeout: WaitTimeoutError.
+     * (default 'unseen'), with its bodies (status ready or failed); the oldest
+     * when several qualify. Follows the event stream, lists after every
+     * (re)connect, polls every 5 s when the stream fails twice in a row (and
+     * for a minute, with a warning to the logger, when the service ends the
+     * stream because another program opened one on the inbox), and keeps going
+     * through restarts, refused connections, 503s and 429s until its timeout
+     * (milliseconds; default 20 000): WaitTimeoutError, whose message says why
+     * (the server unreachable, N messages arrived and none matched, or none
+     * arrived). When every attempt has failed at the transport level for the
+     * client's unreachableAfter (10 s), it ends early with UnreachableError.
      * The signal ends it at once with the signal's reason.
      */
     async waitForMessage(options = {}) {
+        const [m] = await this.#waitFor(1, options, 'no matching message');
+        return m;
+    }
+    /**
+     * The first `count` messages that match and are new in the sense of
+     * `since`, oldest first, with their bodies; as waitForMessage, and they
+     * count as returned (since 'unseen') once all are there. Its timeout's
+     * WaitTimeoutError says how many had come.
+     */
+    async waitForMessages(count, options = {}) {
+        if (!Number.isInteger(count) || count < 1)
+            throw new RangeError(`mayfly: waitForMessages: count must be a whole number ≥ 1: got ${count}`);
+        return this.#waitFor(count, options, `fewer than ${count} matching messages`);
+    }
+    /**
+     * Succeeds when no message that matches and is new in the sense of `since`
+     * (default 'unseen') arrives within `within` milliseconds: the honest
+     * "no second email" assertion. A matching message fails it at once with
+     * UnexpectedMessageError (`received` is the message; it is not marked
+     * returned). A server unreachable at the end of the window cannot prove the
+     * absence: UnreachableError.
+     */
+    async expectNoMessage(options) {
+        checkTimeout('within', options?.within);
+        if (options?.within === undefined)
+            throw new RangeError('mayfly: expectNoMessage: within (milliseconds) is required');
+        checkTimeout('timeout', options.timeout);
+        const watch = new Watch(this.#o.base, this.#o.unreachableAfter);
+        // A shorter timeout or the inbox's deadline ends it before the window does: the wait timeout, not success.
+        const window = Math.min(options.within, options.timeout ?? Infinity, this.#deadlineLeft());
+        let got;
+        try {
+            got = await this.#guard(window, options.signal, watch, 'no matching message', (signal) => this.#wait(options, signal, 1, watch, false));
+        }
+        catch (err) {
+            if (!(err instanceof WaitTimeoutError))
+                throw err;
+            if (window < options.within) {
+                throw new WaitTimeoutError(`mayfly: expectNoMessage: its timeout or the inbox's deadline came ${window} ms in, before the end of the ${options.within} ms window`);
+            }
+            if (watch.failingSince !== undefined) {
+                throw new UnreachableError(`mayfly: expectNoMessage: the service was unreachable at the end of the ${options.within} ms window ` +
+                    `(for ${((Date.now() - watch.failingSince) / 1000).toFixed(1)} s; last error: ${watch.lastError}): the absence is not shown`, Date.now() - watch.failingSince);
+            }
+            return;
+        }
+        const m = got[0];
+        throw new UnexpectedMessageError(`mayfly: expectNoMessage: a matching message arrived within ${options.within} ms: ${JSON.stringify(m.subject)} from ${JSON.stringify(m.from)} (id ${m.id})`, m);
+    }
+    /** The timeout of a wait in ms: the caller's (checked) or the client's, never past the inbox's deadline. */
+    #waitTimeout(timeout) {
+        checkTimeout('timeout', timeout);
+        return Math.min(timeout ?? this.#o.waitTimeout, this.#deadlineLeft());
+    }
+    /** Milliseconds until the inbox's deadline (createInbox's `deadline`), Infinity without one. */
+    #deadlineLeft() {
+        const d = typeof this.#deadline === 'function' ? this.#deadline() : this.#deadline;
+        return d === undefined ? Infinity : Math.max(0, (d instanceof Date ? d.getTime() : d) - Date.now());
+    }
+    async #waitFor(count, options, what) {
+        const watch = new Watch(this.#o.base, this.#o.unreachableAfter);
+        watch.want = count;
+        const got = await this.#guard(this.#waitTimeout(options.timeout), options.signal, watch, what, (signal) => this.#wait(options, signal, count, watch, true));
+        return got;
+    }
+    /**
+     * Runs a wait: takes the inbox's stream, ends it at its timeout with
+     * WaitTimeoutError (explained by the watch) or at once on the caller's
+     * signal, and keeps the watch where the inbox's calls report to it.
+     */
+    async #guard(timeout, user, watch, what, run) {
         this.#alive();
         this.#takeStream();
-        const timeout = options.timeout ?? this.#o.waitTimeout;
         const ctl = new AbortController();
-        const deadline = new WaitTimeoutError(`mayfly: no matching message within ${timeout} ms`);
-        const timer = setTimeout(() => ctl.abort(deadline), timeout);
-        const user = options.signal;
+        watch.signal = ctl.signal;
+        watch.abort = (err) => ctl.abort(err);
+        this.#watch = watch;
+        const timer = timeout < MAX_TIMER
+            ? setTimeout(() => ctl.abort(new WaitTimeoutError(`mayfly: ${watch.got > 0 ? `${watch.got} of ${watch.want} matching messages` : what} within ${timeout} ms; ${watch.explain()}`)), timeout)
+            : undefined;
         const onAbort = () => ctl.abort(user?.reason);
         if (user?.aborted)
             ctl.abort(user.reason);
         user?.addEventListener('abort', onAbort, { once: true });
         try {
-            return await this.#wait(options, ctl.signal);
+            return await run(ctl.signal);
         }
         catch (err) {
             if (ctl.signal.aborted)
@@ -233,10 +471,13 @@ export class Inbox {
         finally {
             clearTimeout(timer);
             user?.removeEventListener('abort', onAbort);
+            watch.close();
+            if (this.#watch === watch)
+                this.#watch = undefined;
             this.#streaming = false;
         }
     }
-    async #wait(options, signal) {
+    async #wait(options, signal, count, watch, mark) {
         // A copy without g and y: test() must not carry lastIndex from one message to the next.
         const re = (p) => p === undefined ? undefined : typeof p === 'string' ? new RegExp(p) : new RegExp(p.source, p.flags.replace(/[gy]/g, ''));
         const subject = re(options.subject);
@@ -248,9 +489,11 @@ export class Inbox {
         const after = since instanceof Date ? since.getTime() : undefined;
         const notNew = new Set(); // 'now': there at the start; anchor: the anchor and older
         const rejected = new Set(); // looked at, did not match
+        const taken = new Set(); // matched, kept for the answer
+        const found = [];
         let anchorFound = false;
         const qualifies = (m) => {
-            if (rejected.has(m.id) || notNew.has(m.id))
+            if (rejected.has(m.id) || notNew.has(m.id) || taken.has(m.id))
                 return false;
             if (since === 'unseen')
                 return !this.#returned.has(m.id);
@@ -258,11 +501,15 @@ export class Inbox {
                 return Date.parse(m.received_at) > after;
             return true;
         };
+        const reject = (m) => {
+            rejected.add(m.id);
+            watch.arrived.push(m.subject);
+        };
         const consider = async (m) => {
             if (!qualifies(m))
                 return undefined;
             if (m.status !== 'pending' && ((subject && !subject.test(m.subject)) || (from && !from.test(m.from)))) {
-                rejected.add(m.id);
+                reject(m);
                 return undefined;
             }
             // Read until it has its bodies; an outage (or a Retry-After too long to
@@ -290,7 +537,7 @@ export class Inbox {
             const ok = (!subject || subject.test(full.subject)) && (!from || from.test(full.from)) &&
                 (!text || text.test(full.text_body)) && (!options.match || options.match(full));
             if (!ok) {
-                rejected.add(m.id);
+                reject(full);
                 return undefined;
             }
             return full;
@@ -311,7 +558,7 @@ export class Inbox {
                             notNew.add(m.id);
                     }
                     else if (!anchorFound) {
-                        throw new MayflyError(`mayfly: since: message ${anchor} is not in the inbox`, { code: 'MESSAGE_NOT_FOUND' });
+                        throw new MayflyError(`mayfly: GET ${this.#o.base}/messages: since: message ${anchor} is not in the inbox`, { code: 'MESSAGE_NOT_FOUND' });
                     }
                 }
                 items = [...step.items].reverse(); // oldest first
@@ -321,9 +568,17 @@ export class Inbox {
             }
             for (const m of items) {
                 const got = await consider(m);
-                if (got !== undefined) {
-                    this.#returned.add(got.id);
-                    return got;
+                if (got === undefined)
+                    continue;
+                taken.add(got.id);
+                found.push(got);
+                watch.got = found.length;
+                if (found.length >= count) {
+                    found.sort((a, b) => Date.parse(a.received_at) - Date.parse(b.received_at));
+                    if (mark)
+                        for (const f of found)
+                            this.#returned.add(f.id);
+                    return found;
                 }
             }
         }
@@ -467,8 +722,8 @@ export class Inbox {
         const ctl = new AbortController();
         const onAbort = () => ctl.abort(signal.reason);
         signal.addEventListener('abort', onAbort, { once: true });
-        const openTimer = setTimeout(() => ctl.abort(new MayflyError('mayfly: the event stream did not open in time')), this.#o.streamOpenTimeout);
         const url = this.#o.base + '/events';
+        const openTimer = setTimeout(() => ctl.abort(new Error(`no answer within ${this.#o.streamOpenTimeout} ms`)), this.#o.streamOpenTimeout);
         const done = () => {
             clearTimeout(openTimer);
             signal.removeEventListener('abort', onAbort);
@@ -482,20 +737,33 @@ export class Inbox {
             done();
             if (signal.aborted)
                 throw signal.reason;
-            throw new MayflyError('mayfly: opening the event stream failed', { cause: err });
+            const e = new NetworkError('GET', url, err, refused(err));
+            this.#failed(signal, e);
+            throw e;
         }
         clearTimeout(openTimer);
+        this.#answered(signal);
         this.#jar.store(url, setCookieValues(res.headers));
         if (res.status !== 200) {
-            const err = await this.#errorOf(res, 'GET', '/events');
+            const err = await this.#errorOf(res, 'GET', url, '/events');
             done();
             throw err;
         }
         if (!(res.headers.get('content-type') ?? '').toLowerCase().startsWith('text/event-stream') || res.body === null) {
             done();
-            throw new MayflyError('mayfly: the event stream answered with something else');
+            throw new MayflyError(`mayfly: GET ${url}: ${res.status}: the event stream answered with something else (${res.headers.get('content-type') ?? 'no content type'})`);
         }
         return new Stream(res.body, this.#o.streamIdleTimeout, ctl, done);
+    }
+    /** An answer came: the running wait's service is reachable. */
+    #answered(signal) {
+        if (this.#watch !== undefined && signal === this.#watch.signal)
+            this.#watch.ok();
+    }
+    /** A transport failure of the running wait's call. */
+    #failed(signal, err) {
+        if (this.#watch !== undefined && signal === this.#watch.signal)
+            this.#watch.fail(err);
     }
     #takeStream() {
         if (this.#streaming)
@@ -552,7 +820,7 @@ export class Inbox {
     }
     async #once(method, url, path, body, signal, budget) {
         const ctl = new AbortController();
-        const timer = setTimeout(() => ctl.abort(new MayflyError(`mayfly: ${method} ${path.split('?')[0]}: no answer within ${budget} ms`)), Math.max(0, budget));
+        const timer = setTimeout(() => ctl.abort(new Error(`no answer within ${Math.max(0, Math.round(budget))} ms`)), Math.max(0, budget));
         const onAbort = () => ctl.abort(signal?.reason);
         if (signal?.aborted)
             ctl.abort(signal.reason);
@@ -568,8 +836,11 @@ export class Inbox {
             catch (err) {
                 if (signal?.aborted)
                     throw signal.reason;
-                throw new NetworkError(method, path, err, refused(err));
+                const e = new NetworkError(method, url, err, refused(err));
+                this.#failed(signal, e);
+                throw e;
             }
+            this.#answered(signal);
             this.#jar.store(url, setCookieValues(res.headers));
             if (res.status >= 200 && res.status < 300) {
                 if (res.status === 204)
@@ -581,14 +852,14 @@ export class Inbox {
                 catch (err) {
                     if (signal?.aborted)
                         throw signal.reason;
-                    throw new NetworkError(method, path, err, false);
+                    throw new NetworkError(method, url, err, false);
                 }
                 if (env === null || typeof env !== 'object' || env.data === undefined) {
-                    throw new MayflyError(`mayfly: ${method} ${path.split('?')[0]}: answer ${res.status} without a data envelope`, { status: res.status });
+                    throw new MayflyError(`mayfly: ${method} ${url}: answer ${res.status} without a data envelope`, { status: res.status });
                 }
                 return env.data;
             }
-            throw await this.#errorOf(res, method, path);
+            throw await this.#errorOf(res, method, url, path);
         }
         finally {
             clearTimeout(timer);
@@ -596,7 +867,7 @@ export class Inbox {
         }
     }
     /** The typed error of an error answer; marks the inbox gone when the answer says so. */
-    async #errorOf(res, method, path) {
+    async #errorOf(res, method, url, path) {
         let env = {};
         try {
             env = JSON.parse(await res.text());
@@ -612,7 +883,9 @@ export class Inbox {
             retryAfter: parseRetryAfter(res.headers.get('retry-after')),
         };
         const route = path.split('?')[0];
-        const msg = `mayfly: ${method} ${route}: ${res.status} ${init.code ?? ''}: ${env?.error?.message ?? res.statusText} (request ${init.requestId ?? '-'})`;
+        // Where it went (the method and the URL: never a cookie), then what came back.
+        const text = env?.error?.message ?? (res.statusText || 'not an API error answer');
+        const msg = `mayfly: ${method} ${url}: ${res.status}${init.code === undefined ? '' : ' ' + init.code}: ${text} (request ${init.requestId ?? '-'})`;
         // Gone: any 401 on a call made with the inbox's cookies (every call but
         // creation), or 404 MAILBOX_NOT_FOUND on select.
         const creation = method === 'POST' && route === '/mailboxes';
@@ -631,13 +904,89 @@ export class Inbox {
         return new MayflyError(msg, init);
     }
 }
-/** A transport failure; refused says nothing was sent. */
+/** A transport failure (no HTTP answer); refused says nothing was sent. */
 class NetworkError extends MayflyError {
     refused;
-    constructor(method, path, cause, refused) {
-        super(`mayfly: ${method} ${path.split('?')[0]}: ${refused ? 'connection refused' : 'no answer'}`, { cause });
+    constructor(method, url, cause, refused) {
+        super(`mayfly: ${method} ${url}: ${refused ? 'connection refused' : 'no answer'} (${detail(cause)})`, { cause });
         this.name = 'MayflyError';
         this.refused = refused;
+    }
+}
+/** The most telling text of a transport error: the innermost cause's ("connect ECONNREFUSED 127.0.0.1:8080"). */
+function detail(err) {
+    let out = '';
+    for (let e = err, i = 0; e !== undefined && e !== null && i < 6; e = e.cause, i++) {
+        const errors = e.errors; // AggregateError of several addresses
+        const inner = Array.isArray(errors) && errors.length > 0 ? errors[0] : e;
+        const msg = String(inner.message ?? inner);
+        const code = inner.code;
+        if (msg !== '' && msg !== 'fetch failed')
+            out = msg;
+        else if (typeof code === 'string')
+            out = code;
+    }
+    return out || String(err);
+}
+/**
+ * What a running wait met, for its errors: whether its attempts fail at the
+ * transport level (and since when; past `after` ms it aborts the wait with
+ * UnreachableError), the subjects of the new messages that did not match,
+ * how many matched.
+ */
+class Watch {
+    signal;
+    abort;
+    failingSince;
+    lastError;
+    arrived = [];
+    got = 0;
+    want = 1;
+    #base;
+    #after;
+    #timer;
+    constructor(base, after) {
+        this.#base = base;
+        this.#after = after;
+    }
+    ok() {
+        this.failingSince = undefined;
+        clearTimeout(this.#timer);
+        this.#timer = undefined;
+    }
+    fail(err) {
+        this.lastError = err.message.replace(/^mayfly: /, '');
+        if (this.failingSince !== undefined)
+            return;
+        const since = Date.now();
+        this.failingSince = since;
+        if (this.#after < MAX_TIMER) {
+            this.#timer = setTimeout(() => {
+                if (this.failingSince !== since)
+                    return;
+                const s = ((Date.now() - since) / 1000).toFixed(1);
+                this.abort?.(new UnreachableError(`mayfly: the service at ${this.#base} has been unreachable for ${s} s: every attempt failed (last error: ${this.lastError})`, Date.now() - since));
+            }, this.#after);
+        }
+    }
+    close() {
+        clearTimeout(this.#timer);
+    }
+    /** Why nothing matched: the service unreachable, messages that did not match, or none at all. */
+    /** That the service is unreachable now, since when and the last error; undefined when the last attempt got an answer. */
+    unreachable() {
+        if (this.failingSince === undefined)
+            return undefined;
+        return `the service at ${this.#base} has been unreachable for ${((Date.now() - this.failingSince) / 1000).toFixed(1)} s (last error: ${this.lastError})`;
+    }
+    explain() {
+        const u = this.unreachable();
+        if (u !== undefined)
+            return u;
+        const n = this.arrived.length;
+        if (n > 0)
+            return `${n} message${n === 1 ? '' : 's'} arrived, none matched (first: ${JSON.stringify(this.arrived[0])})`;
+        return this.got > 0 ? 'no other message arrived' : 'no message arrived';
     }
 }
 function refused(err) {
@@ -661,7 +1010,8 @@ function retryWait(err, kind, attempt, o) {
     if (!(err instanceof MayflyError) || err instanceof InboxGoneError || err instanceof CreationLimitError)
         return undefined;
     const jitter = Math.random() * 250;
-    if ((err.status === 429 && err.code === 'RATE_LIMITED') || (err.status === 503 && err.code === 'REQUEST_PROTECTION')) {
+    // Any 429 but a creation limit (handled above) is the request rate, with a code or without.
+    if (err.status === 429 || (err.status === 503 && err.code === 'REQUEST_PROTECTION')) {
         const ra = (err.retryAfter ?? 1) * 1000;
         return ra > o.maxRetryAfter ? undefined : ra + jitter; // a longer Retry-After is not waited: the error is returned
     }
@@ -674,7 +1024,7 @@ function retryWait(err, kind, attempt, o) {
 }
 /** Transient: what a wait or a stream outlives (the network, 5xx, the request rate). */
 function transient(err) {
-    if (err instanceof InboxGoneError || err instanceof CreationLimitError)
+    if (err instanceof InboxGoneError || err instanceof CreationLimitError || err instanceof UnreachableError)
         return false;
     if (err instanceof NetworkError)
         return true;

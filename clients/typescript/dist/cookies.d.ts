@@ -16,6 +16,10 @@ export declare class CookieJar {
     /** The names of the live cookies. */
     names(): string[];
     clear(): void;
+    /** The live cookies, for a saved state (Inbox.state()). */
+    cookies(): StoredCookie[];
+    /** Puts a cookie back (Mayfly.restore()); an expired one is dropped. */
+    put(c: StoredCookie): void;
 }
 /** Parses one Set-Cookie value (RFC 6265 §5.2); undefined when it is unusable for the jar. */
 export declare function parseSetCookie(line: string, url: URL, now: number): StoredCookie | undefined;

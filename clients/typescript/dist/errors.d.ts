@@ -1,3 +1,4 @@
+import type { Message } from './types.js';
 export interface MayflyErrorInit {
     status?: number;
     code?: string;
@@ -19,15 +20,6 @@ export declare class MayflyError extends Error {
     readonly retryAfter: number | undefined;
     constructor(message: string, init?: MayflyErrorInit);
 }
-/**
- * The inbox expired, was deleted (by this client or otherwise) or its session
- * was revoked: any 401 on a call made with the inbox's cookies, or 404
- * MAILBOX_NOT_FOUND on select. It cannot be recovered: create a new inbox.
- * From then on every method throws it without sending a request.
- */
-export declare class InboxGoneError extends MayflyError {
-    constructor(message?: string, init?: MayflyErrorInit);
-}
 /** A creation limit (per-IP windows, active inboxes, global): never retried; retryAfter says how long to wait. */
 export declare class CreationLimitError extends MayflyError {
     constructor(message: string, init?: MayflyErrorInit);
@@ -36,7 +28,12 @@ export declare class CreationLimitError extends MayflyError {
 export declare class RateLimitedError extends MayflyError {
     constructor(message: string, init?: MayflyErrorInit);
 }
-/** waitForMessage's own timeout passed without a matching message. */
+/**
+ * A wait's own timeout (waitForMessage, waitForMessages, events) passed. The
+ * message says why nothing matched: the server unreachable (the last
+ * transport error and for how long), N messages arrived and none matched (the
+ * first one's subject), or no message arrived.
+ */
 export declare class WaitTimeoutError extends MayflyError {
     constructor(message: string, init?: MayflyErrorInit);
 }
@@ -45,11 +42,38 @@ export declare class StreamBusyError extends MayflyError {
     constructor(message?: string);
 }
 /**
- * A 401 on a call made without an inbox's cookies (creation). Any 401 on a
- * call made with them means the inbox is gone: InboxGoneError.
+ * The service no longer accepts a session: a 401. On a call made without an
+ * inbox's cookies (creation) it is this class; any 401 on a call made with
+ * them means the inbox is gone: InboxGoneError, a subclass.
  */
 export declare class SessionInvalidError extends MayflyError {
-    constructor(message: string, init?: MayflyErrorInit);
+    constructor(message?: string, init?: MayflyErrorInit);
+}
+/**
+ * The inbox expired, was deleted (by this client or otherwise) or its session
+ * was revoked: any 401 on a call made with the inbox's cookies, or 404
+ * MAILBOX_NOT_FOUND on select. It cannot be recovered: create a new inbox.
+ * From then on every method but delete() throws it without sending a request.
+ * A SessionInvalidError too (the same in the three clients).
+ */
+export declare class InboxGoneError extends SessionInvalidError {
+    constructor(message?: string, init?: MayflyErrorInit);
+}
+/**
+ * Every attempt of a wait (or of an event stream) failed at the transport
+ * level (connection refused or reset, no answer) for the client's
+ * unreachableAfter (10 s) in a row: the wait ends early with this error,
+ * naming the URL and the last transport error.
+ */
+export declare class UnreachableError extends MayflyError {
+    /** How long, in milliseconds, every attempt had failed. */
+    readonly unreachableFor: number;
+    constructor(message: string, unreachableFor: number, init?: MayflyErrorInit);
+}
+/** expectNoMessage() saw a matching message within its window; `received` is that message. */
+export declare class UnexpectedMessageError extends MayflyError {
+    readonly received: Message;
+    constructor(message: string, received: Message);
 }
 export declare const CREATION_LIMIT_CODES: ReadonlySet<string>;
 /** Retry-After as seconds: delta-seconds or an HTTP date. */

@@ -21,18 +21,6 @@ export class MayflyError extends Error {
         this.retryAfter = init.retryAfter;
     }
 }
-/**
- * The inbox expired, was deleted (by this client or otherwise) or its session
- * was revoked: any 401 on a call made with the inbox's cookies, or 404
- * MAILBOX_NOT_FOUND on select. It cannot be recovered: create a new inbox.
- * From then on every method throws it without sending a request.
- */
-export class InboxGoneError extends MayflyError {
-    constructor(message = 'mayfly: inbox expired or deleted', init = {}) {
-        super(message, init);
-        this.name = 'InboxGoneError';
-    }
-}
 /** A creation limit (per-IP windows, active inboxes, global): never retried; retryAfter says how long to wait. */
 export class CreationLimitError extends MayflyError {
     constructor(message, init = {}) {
@@ -47,7 +35,12 @@ export class RateLimitedError extends MayflyError {
         this.name = 'RateLimitedError';
     }
 }
-/** waitForMessage's own timeout passed without a matching message. */
+/**
+ * A wait's own timeout (waitForMessage, waitForMessages, events) passed. The
+ * message says why nothing matched: the server unreachable (the last
+ * transport error and for how long), N messages arrived and none matched (the
+ * first one's subject), or no message arrived.
+ */
 export class WaitTimeoutError extends MayflyError {
     constructor(message, init = {}) {
         super(message, init);
@@ -62,13 +55,51 @@ export class StreamBusyError extends MayflyError {
     }
 }
 /**
- * A 401 on a call made without an inbox's cookies (creation). Any 401 on a
- * call made with them means the inbox is gone: InboxGoneError.
+ * The service no longer accepts a session: a 401. On a call made without an
+ * inbox's cookies (creation) it is this class; any 401 on a call made with
+ * them means the inbox is gone: InboxGoneError, a subclass.
  */
 export class SessionInvalidError extends MayflyError {
-    constructor(message, init = {}) {
+    constructor(message = 'mayfly: session invalid', init = {}) {
         super(message, init);
         this.name = 'SessionInvalidError';
+    }
+}
+/**
+ * The inbox expired, was deleted (by this client or otherwise) or its session
+ * was revoked: any 401 on a call made with the inbox's cookies, or 404
+ * MAILBOX_NOT_FOUND on select. It cannot be recovered: create a new inbox.
+ * From then on every method but delete() throws it without sending a request.
+ * A SessionInvalidError too (the same in the three clients).
+ */
+export class InboxGoneError extends SessionInvalidError {
+    constructor(message = 'mayfly: inbox expired or deleted', init = {}) {
+        super(message, init);
+        this.name = 'InboxGoneError';
+    }
+}
+/**
+ * Every attempt of a wait (or of an event stream) failed at the transport
+ * level (connection refused or reset, no answer) for the client's
+ * unreachableAfter (10 s) in a row: the wait ends early with this error,
+ * naming the URL and the last transport error.
+ */
+export class UnreachableError extends MayflyError {
+    /** How long, in milliseconds, every attempt had failed. */
+    unreachableFor;
+    constructor(message, unreachableFor, init = {}) {
+        super(message, init);
+        this.name = 'UnreachableError';
+        this.unreachableFor = unreachableFor;
+    }
+}
+/** expectNoMessage() saw a matching message within its window; `received` is that message. */
+export class UnexpectedMessageError extends MayflyError {
+    received;
+    constructor(message, received) {
+        super(message);
+        this.name = 'UnexpectedMessageError';
+        this.received = received;
     }
 }
 export const CREATION_LIMIT_CODES = new Set([

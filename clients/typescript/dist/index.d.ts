@@ -8,15 +8,17 @@
  * const mayfly = new Mayfly({ baseUrl: 'http://127.0.0.1:8080/v1' });
  * const inbox = await mayfly.createInbox();
  * await signUp(inbox.address);
- * const msg = await inbox.waitForMessage({ subject: /Your code/, timeout: 30_000 });
+ * const msg = await inbox.waitForMessage({ subject: /Your code/ }); // timeout in ms, default 20 000
  * console.log(code(msg));
  * await inbox.delete();
  */
-export { Mayfly, Inbox, createClient, MIN_POLL_INTERVAL, REPLACED_PAUSE } from './client.js';
-export type { ClientOptions, CallOptions, CreateInboxOptions, ListOptions, Page, Since, WaitOptions, InboxEvent, LogLevel, } from './client.js';
-export { MayflyError, InboxGoneError, CreationLimitError, RateLimitedError, WaitTimeoutError, StreamBusyError, SessionInvalidError, } from './errors.js';
+export { Mayfly, Inbox, createClient, MIN_POLL_INTERVAL, REPLACED_PAUSE, DEFAULT_WAIT_TIMEOUT, DEFAULT_UNREACHABLE_AFTER, MIN_TIMEOUT, } from './client.js';
+export type { ClientOptions, CallOptions, CreateInboxOptions, ListOptions, Page, Since, WaitOptions, ExpectNoMessageOptions, EventsOptions, InboxEvent, LogLevel, } from './client.js';
+export { MayflyError, InboxGoneError, CreationLimitError, RateLimitedError, WaitTimeoutError, StreamBusyError, SessionInvalidError, UnreachableError, UnexpectedMessageError, } from './errors.js';
 export type { MayflyErrorInit } from './errors.js';
-export { links, code, htmlText, htmlUnescape, DEFAULT_CODE } from './helpers.js';
+export { links, linksWithText, code, codes, htmlText, htmlUnescape, DEFAULT_CODE } from './helpers.js';
+export type { Link } from './helpers.js';
+export type { InboxState, StateCookie } from './state.js';
 export { SSEParser } from './sse.js';
 export type { SSEEvent, SSEParserOptions } from './sse.js';
 export { CookieJar, parseSetCookie, setCookieValues } from './cookies.js';

@@ -64,6 +64,18 @@ export class CookieJar {
   clear(): void {
     this.#all.clear();
   }
+
+  /** The live cookies, for a saved state (Inbox.state()). */
+  cookies(): StoredCookie[] {
+    const now = this.#now();
+    return [...this.#all.values()].filter((c) => c.expires === undefined || c.expires > now).map((c) => ({ ...c }));
+  }
+
+  /** Puts a cookie back (Mayfly.restore()); an expired one is dropped. */
+  put(c: StoredCookie): void {
+    if (c.expires !== undefined && c.expires <= this.#now()) return;
+    this.#all.set(c.name, { ...c });
+  }
 }
 
 /** Parses one Set-Cookie value (RFC 6265 §5.2); undefined when it is unusable for the jar. */

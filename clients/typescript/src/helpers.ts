@@ -35,42 +35,132 @@ export function htmlText(html: string): string {
 const TEXT_URL = /https?:\/\/[^\s<>"'`]+/gi;
 const HREF = /\bhref\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))/gi;
 
+/** A link of a message with the text it is shown as. */
+export interface Link {
+  url: string;
+  /** The anchor's text (tags removed, entities unescaped, spaces collapsed) for an html href; "" for a bare link in text. */
+  text: string;
+}
+
+/**
+ * Every http and https link of a message with its text: those in text_body
+ * (text ""), then the hrefs of html_body (the text of their `<a>`),
+ * HTML-unescaped, in order of first appearance, each URL once (its first
+ * appearance gives the text).
+ */
+export function linksWithText(message: HasBodies): Link[] {
+  const seen = new Set<string>();
+  const out: Link[] = [];
+  const add = (url: string, text: string) => {
+    if (!/^https?:\/\//i.test(url) || seen.has(url)) return;
+    seen.add(url);
+    out.push({ url, text });
+  };
+  for (const m of (message.text_body ?? '').matchAll(TEXT_URL)) {
+    // Trailing punctuation belongs to the sentence, not the link.
+    add(htmlUnescape(m[0].replace(/[.,;:!?)\]}]+$/, '')), '');
+  }
+  const html = message.html_body ?? '';
+  for (const m of html.matchAll(HREF)) {
+    add(htmlUnescape((m[1] ?? m[2] ?? m[3] ?? '').trim()), anchorText(html, m.index ?? 0));
+  }
+  return out;
+}
+
+/** The text of the `<a>` whose tag holds the href at i; "" when the href is not in an `<a>` tag. */
+function anchorText(html: string, i: number): string {
+  const open = html.lastIndexOf('<', i);
+  if (open < 0 || html.indexOf('>', open) < i || !/^<a\b/i.test(html.slice(open, open + 3))) return '';
+  const end = html.indexOf('>', i);
+  if (end < 0) return '';
+  const close = html.slice(end + 1).search(/<\/a\s*>/i);
+  const inner = close < 0 ? html.slice(end + 1) : html.slice(end + 1, end + 1 + close);
+  return htmlText(inner).replace(/\s+/g, ' ').trim();
+}
+
 /**
  * Every http and https link of a message: those in text_body, then the hrefs
  * of html_body, HTML-unescaped, in order of first appearance, each once.
  */
 export function links(message: HasBodies): string[] {
-  const seen = new Set<string>();
-  const out: string[] = [];
-  const add = (u: string) => {
-    if (!/^https?:\/\//i.test(u) || seen.has(u)) return;
-    seen.add(u);
-    out.push(u);
-  };
-  for (const m of (message.text_body ?? '').matchAll(TEXT_URL)) {
-    // Trailing punctuation belongs to the sentence, not the link.
-    add(htmlUnescape(m[0].replace(/[.,;:!?)\]}]+$/, '')));
-  }
-  for (const m of (message.html_body ?? '').matchAll(HREF)) {
-    add(htmlUnescape((m[1] ?? m[2] ?? m[3] ?? '').trim()));
-  }
-  return out;
+  return linksWithText(message).map((l) => l.url);
 }
 
 /** The default code: a run of 4 to 8 digits on word boundaries. */
 export const DEFAULT_CODE = /\b\d{4,8}\b/;
 
-/**
- * The first match of pattern (default: 4 to 8 digits) in text_body, then in
- * the text of html_body, then in the subject; group 1 when the pattern has a
- * capture group. undefined when nothing matches.
- */
-export function code(message: HasBodies, pattern: RegExp | string = DEFAULT_CODE): string | undefined {
-  const re =
-    typeof pattern === 'string' ? new RegExp(pattern) : new RegExp(pattern.source, pattern.flags.replace(/[gy]/g, ''));
-  for (const text of [message.text_body ?? '', htmlText(message.html_body ?? ''), message.subject ?? '']) {
-    const m = re.exec(text);
-    if (m) return m.length > 1 ? m[1] : m[0];
+/** The words a code stands next to: whole words, case-insensitive. */
+const KEYWORD = /\b(?:code|pin|otp|verification|one-time|passcode)\b/i;
+const RUN = /\b\d{4,8}\b/g;
+/** How many words (white-space separated) before or after a run are looked at for a keyword. */
+const NEAR = 3;
+/** A sentence's end: the words looked at stop there. */
+const SENTENCE_END = /[.!?](?:\s|$)/;
+
+/** The texts a code is looked for in, in order: text_body, the text of html_body, the subject. */
+function sources(message: HasBodies): string[] {
+  return [message.text_body ?? '', htmlText(message.html_body ?? ''), message.subject ?? ''];
+}
+
+/** The runs of 4 to 8 digits of the first text (text_body, html text, subject) that has one, with where they are. */
+function runs(message: HasBodies): { text: string; runs: RegExpMatchArray[] } {
+  for (const text of sources(message)) {
+    const found = [...text.matchAll(RUN)];
+    if (found.length > 0) return { text, runs: found };
   }
-  return undefined;
+  return { text: '', runs: [] };
+}
+
+/** Whether a keyword is among the NEAR words before the run at [start, end) (after: false) or after it, within its sentence. */
+function keywordNear(text: string, start: number, end: number, before: boolean): boolean {
+  let words: string[];
+  if (before) {
+    let head = text.slice(0, start).replace(/\S*$/, ''); // the run's own word is not one of them
+    for (let m = SENTENCE_END.exec(head); m !== null; m = SENTENCE_END.exec(head)) head = head.slice(m.index + m[0].length);
+    words = head.split(/\s+/).filter((w) => w !== '').slice(-NEAR);
+  } else {
+    let tail = text.slice(end);
+    const stop = SENTENCE_END.exec(tail);
+    if (stop !== null) tail = tail.slice(0, stop.index);
+    words = tail.replace(/^\S*/, '').split(/\s+/).filter((w) => w !== '').slice(0, NEAR);
+  }
+  return words.some((w) => KEYWORD.test(w));
+}
+
+/**
+ * The code of a message. With a pattern: its first match in text_body, then
+ * in the text of html_body, then in the subject (group 1 when it has a
+ * capture group). Without (the contract's rule), in the first of those texts
+ * that has a run of 4 to 8 digits: the first run with a keyword (code, PIN,
+ * OTP, verification, one-time, passcode; whole words, any case) among the 3
+ * words before it; else the first run with one among the 3 words after it
+ * ("482913 is your code"); the words stop at a sentence's end; else the last
+ * run of 6 digits; else the first run. "Order #2026 placed 2026-11-24 … Your
+ * verification code is 482913" gives 482913. undefined when nothing matches.
+ */
+export function code(message: HasBodies, pattern?: RegExp | string): string | undefined {
+  if (pattern !== undefined) {
+    const re =
+      typeof pattern === 'string' ? new RegExp(pattern) : new RegExp(pattern.source, pattern.flags.replace(/[gy]/g, ''));
+    for (const text of sources(message)) {
+      const m = re.exec(text);
+      if (m) return m.length > 1 ? m[1] : m[0];
+    }
+    return undefined;
+  }
+  const { text, runs: found } = runs(message);
+  for (const before of [true, false]) {
+    for (const r of found) {
+      const start = r.index ?? 0;
+      if (keywordNear(text, start, start + r[0].length, before)) return r[0];
+    }
+  }
+  const six = found.filter((r) => r[0].length === 6);
+  if (six.length > 0) return six[six.length - 1]![0];
+  return found[0]?.[0];
+}
+
+/** Every run of 4 to 8 digits, in order, of the text code() reads (the first of text_body, html text, subject that has one). */
+export function codes(message: HasBodies): string[] {
+  return runs(message).runs.map((r) => r[0]);
 }

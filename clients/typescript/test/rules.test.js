@@ -7,7 +7,8 @@
 import { describe, test, mock } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  Mayfly, InboxGoneError, RateLimitedError, MayflyError, REPLACED_PAUSE,
+  Mayfly, InboxGoneError, RateLimitedError, MayflyError, REPLACED_PAUSE, SessionInvalidError, WaitTimeoutError,
+  UnreachableError, CreationLimitError,
 } from '../dist/index.js';
 
 const ID = '0b5e2a7c-3f1d-4e8a-9c6b-7d2e1f0a4b93';
@@ -100,7 +101,7 @@ describe('replaced stream', () => {
     const ctl = new AbortController();
     const got = [];
     const done = (async () => {
-      for await (const ev of inbox.events({ signal: ctl.signal })) got.push({ ...ev, at: Date.now() });
+      for await (const ev of inbox.events({ signal: ctl.signal, timeout: 120_000 })) got.push({ ...ev, at: Date.now() });
     })().catch((err) => err);
     for (let i = 0; i < 640; i++) { // 64 s of mocked time
       mock.timers.tick(100);
@@ -241,7 +242,6 @@ describe('gone', () => {
     select: () => inbox.select(),
     current: () => inbox.current(),
     extend: () => inbox.extend(1),
-    delete: () => inbox.delete(),
     list: () => inbox.list(),
     message: () => inbox.message(ID),
     deleteMessage: () => inbox.deleteMessage(ID),
@@ -263,6 +263,8 @@ describe('gone', () => {
       for (const [name, call] of Object.entries(every(inbox))) {
         await assert.rejects(call(), InboxGoneError, name);
       }
+      assert.equal(await inbox.delete(), false, 'delete() of a gone inbox: success, it did not exist');
+      assert.equal(inbox.gone, true);
       assert.equal(srv.log.length, sent, 'a request was sent after the inbox was known gone');
     }
   });
@@ -283,5 +285,198 @@ describe('gone', () => {
     const inbox = await new Mayfly({ baseUrl: 'http://api.example/v1', fetch: srv.fetch }).createInbox();
     await assert.rejects(inbox.waitForMessage({ timeout: 5000 }), InboxGoneError);
     await assert.rejects(inbox.list(), InboxGoneError);
+  });
+});
+
+// The contract's round-3 rules (clients/SCENARIOS.md), on the scripted
+// server; each also runs against the real stack in scenarios.test.js.
+describe('round 3 rules', () => {
+  const refusedFetch = (srv) => async (url, init) => {
+    if (new URL(url).pathname !== '/v1/mailboxes' && !url.endsWith('/select') && srv.down) {
+      throw new TypeError('fetch failed', { cause: Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:9'), { code: 'ECONNREFUSED' }) });
+    }
+    return srv.fetch(url, init);
+  };
+
+  test('a timeout under 100 ms is a RangeError naming milliseconds; the default wait is 20 s', { timeout: 10_000 }, async (t) => {
+    assert.throws(() => new Mayfly({ baseUrl: 'http://api.example/v1', waitTimeout: 20 }), (err) => err instanceof RangeError && /milliseconds/.test(err.message));
+    const srv = scripted((method, path, init) => {
+      if (path === '/events') return sse(['retry: 3000\n\n'], init.signal, true);
+      if (path.startsWith('/messages?')) return listOf([]);
+      return undefined;
+    });
+    const inbox = await new Mayfly({ baseUrl: 'http://api.example/v1', fetch: srv.fetch }).createInbox();
+    for (const call of [
+      () => inbox.waitForMessage({ timeout: 5 }), () => inbox.waitForMessages(2, { timeout: 20 }),
+      () => inbox.expectNoMessage({ within: 3 }), () => inbox.list({ timeout: 1 }),
+      async () => { for await (const _ of inbox.events({ timeout: 30 })) { /* none */ } },
+    ]) {
+      await assert.rejects(call(), (err) => err instanceof RangeError && /milliseconds/.test(err.message));
+    }
+    mock.timers.enable({ apis: ['setTimeout', 'Date'], now: 1_000_000 });
+    t.after(() => mock.timers.reset());
+    const t0 = Date.now();
+    const waiting = inbox.waitForMessage().catch((err) => err);
+    const ending = (async () => { for await (const _ of new Mayfly({ baseUrl: 'http://api.example/v1', fetch: srv.fetch }).restore(inbox.state()).events()) { /* none */ } })().catch((err) => err);
+    for (let i = 0; i < 210; i++) {
+      mock.timers.tick(100);
+      await flush();
+    }
+    const err = await waiting;
+    assert.ok(err instanceof WaitTimeoutError, String(err));
+    assert.match(err.message, /within 20000 ms; no message arrived/);
+    assert.ok(Date.now() - t0 >= 20_000);
+    assert.ok((await ending) instanceof WaitTimeoutError, 'events() ends at the default timeout too');
+  });
+
+  test('a 429 without a code (a proxy) is retried like RATE_LIMITED', async () => {
+    let n = 0;
+    const srv = scripted((method, path) => {
+      if (path.startsWith('/messages?') && n++ < 2) return new Response('Too Many Requests', { status: 429, headers: { 'retry-after': '0' } });
+      if (path.startsWith('/messages?')) return listOf([]);
+      return undefined;
+    });
+    const inbox = await new Mayfly({ baseUrl: 'http://api.example/v1', fetch: srv.fetch }).createInbox();
+    assert.deepEqual((await inbox.list()).items, []);
+    assert.equal(n, 3);
+  });
+
+  test('gone is session invalid; delete() is idempotent (a 401 or 404 is success, false)', async () => {
+    for (const answer of [() => apiError(401, 'MAILBOX_SESSION_INVALID'), () => apiError(404, 'MAILBOX_NOT_FOUND')]) {
+      const srv = scripted((method, path) => (method === 'DELETE' ? answer() : undefined));
+      const inbox = await new Mayfly({ baseUrl: 'http://api.example/v1', fetch: srv.fetch }).createInbox();
+      assert.equal(inbox.gone, false);
+      assert.equal(await inbox.delete(), false);
+      assert.equal(inbox.gone, true);
+      await assert.rejects(inbox.list(), (err) => err instanceof InboxGoneError && err instanceof SessionInvalidError);
+    }
+    const srv = scripted((method) => (method === 'DELETE' ? new Response(null, { status: 204 }) : undefined));
+    const inbox = await new Mayfly({ baseUrl: 'http://api.example/v1', fetch: srv.fetch }).createInbox();
+    assert.equal(await inbox.delete(), true);
+    const sent = srv.log.length;
+    assert.equal(await inbox.delete(), false);
+    assert.equal(srv.log.length, sent);
+  });
+
+  test('errors name the method and the URL, never a cookie', async () => {
+    const srv = scripted((method, path) => (path.startsWith('/messages?') ? apiError(400, 'INVALID_PAGINATION') : undefined));
+    const inbox = await new Mayfly({ baseUrl: 'http://api.example/v1', fetch: srv.fetch, maxAttempts: 1 }).createInbox();
+    await assert.rejects(inbox.list({ limit: 5 }), (err) => {
+      assert.match(err.message, /GET http:\/\/api\.example\/v1\/messages\?limit=5&offset=0: 400 INVALID_PAGINATION: .* \(request req-1\)/);
+      assert.ok(!err.message.includes('scoped') && !err.message.includes('sess'), err.message);
+      return true;
+    });
+    const srv2 = scripted(() => undefined);
+    srv2.down = true;
+    const inbox2 = await new Mayfly({ baseUrl: 'http://api.example/v1', fetch: refusedFetch(srv2), maxAttempts: 1 }).createInbox();
+    await assert.rejects(inbox2.current(), /GET http:\/\/api\.example\/v1\/mailboxes\/current: connection refused \(connect ECONNREFUSED 127\.0\.0\.1:9\)/);
+  });
+
+  test('the wait timeout explains: none arrived, N arrived and none matched, unreachable; then UnreachableError after 10 s', { timeout: 20_000 }, async (t) => {
+    const other = summary('22222222-2222-4333-8444-555555555555', 'Welcome aboard');
+    const srv = scripted((method, path, init) => {
+      if (path === '/events') return sse(['retry: 3000\n\n'], init.signal, true);
+      if (path.startsWith('/messages?')) return listOf(srv.items ?? []);
+      if (path.startsWith('/messages/')) return json(200, { data: { message: { ...other, text_body: 'hi', html_body: '' } } });
+      return undefined;
+    });
+    const client = new Mayfly({ baseUrl: 'http://api.example/v1', fetch: refusedFetch(srv), logger: () => {} });
+    const inbox = await client.createInbox();
+    await assert.rejects(inbox.waitForMessage({ timeout: 300 }), /no matching message within 300 ms; no message arrived/);
+    srv.items = [other];
+    await assert.rejects(inbox.waitForMessage({ subject: /code/, timeout: 300 }), /1 message arrived, none matched \(first: "Welcome aboard"\)/);
+    srv.down = true;
+    mock.timers.enable({ apis: ['setTimeout', 'Date'], now: 1_000_000 });
+    t.after(() => mock.timers.reset());
+    const short = inbox.waitForMessage({ timeout: 3000 }).catch((err) => err);
+    for (let i = 0; i < 40; i++) {
+      mock.timers.tick(100);
+      await flush();
+    }
+    const e1 = await short;
+    assert.ok(e1 instanceof WaitTimeoutError, String(e1));
+    assert.match(e1.message, /the service at http:\/\/api\.example\/v1 has been unreachable for \d+\.\d s \(last error: GET http:\/\/api\.example\/v1\/\S+: connection refused/);
+    const t0 = Date.now();
+    let at;
+    const long = inbox.waitForMessage({ timeout: 60_000 }).catch((err) => { at = Date.now(); return err; });
+    for (let i = 0; i < 150; i++) {
+      mock.timers.tick(100);
+      await flush();
+    }
+    const e2 = await long;
+    assert.ok(e2 instanceof UnreachableError && e2 instanceof MayflyError, String(e2));
+    assert.ok(at - t0 >= 10_000 && at - t0 < 11_000, `after ${at - t0} ms`);
+    assert.match(e2.message, /http:\/\/api\.example\/v1 has been unreachable for 10\.\d s: every attempt failed \(last error: GET http/);
+  });
+
+  test('waitForCapacity waits out Retry-After within the timeout; without it the limit is thrown at once', async () => {
+    let refusals = 0;
+    const srv = scripted((method, path) => {
+      if (method === 'POST' && path === '/mailboxes' && srv.limit > 0) {
+        srv.limit--;
+        refusals++;
+        return apiError(429, 'CREATION_RATE_LIMITED', { 'retry-after': '1' });
+      }
+      return undefined;
+    });
+    const client = new Mayfly({ baseUrl: 'http://api.example/v1', fetch: srv.fetch });
+    srv.limit = 1;
+    await assert.rejects(client.createInbox(), CreationLimitError);
+    srv.limit = 1;
+    const t0 = Date.now();
+    const inbox = await client.createInbox({ waitForCapacity: true, timeout: 5000 });
+    assert.ok(Date.now() - t0 >= 1000, `created after ${Date.now() - t0} ms`);
+    assert.equal(inbox.address, MAILBOX.address);
+    srv.limit = 10;
+    await assert.rejects(client.createInbox({ waitForCapacity: true, timeout: 1500 }), CreationLimitError);
+    assert.equal(refusals, 2 + 1 + 1, 'the second Retry-After (1 s) would pass the 1.5 s timeout: thrown');
+  });
+
+  test("expectNoMessage: a timeout or the inbox's deadline before the window's end is the wait timeout, not success", async () => {
+    const srv = scripted((method, path, init) => {
+      if (path === '/events') return sse(['retry: 3000\n\n'], init.signal, true);
+      if (path.startsWith('/messages?')) return listOf([]);
+      return undefined;
+    });
+    const client = new Mayfly({ baseUrl: 'http://api.example/v1', fetch: srv.fetch });
+    const inbox = await client.createInbox({ deadline: Date.now() + 400 });
+    await assert.rejects(inbox.expectNoMessage({ within: 5000 }), (err) => err instanceof WaitTimeoutError && /before the end of the 5000 ms window/.test(err.message));
+    const other = await client.createInbox();
+    await assert.rejects(other.expectNoMessage({ within: 5000, timeout: 300 }), WaitTimeoutError);
+    const t0 = Date.now();
+    await other.expectNoMessage({ within: 300 });
+    assert.ok(Date.now() - t0 >= 300);
+  });
+
+  test('state() and restore(): the jar, the seen ids and gone, no request', async () => {
+    const kept = summary('33333333-2222-4333-8444-555555555555', 'first');
+    const srv = scripted((method, path) => {
+      if (path.startsWith('/messages?')) return listOf([kept]);
+      if (path.startsWith('/messages/')) return json(200, { data: { message: { ...kept, text_body: 'x', html_body: '' } } });
+      return undefined;
+    });
+    const client = new Mayfly({ baseUrl: 'http://api.example/v1', fetch: srv.fetch });
+    const inbox = await client.createInbox();
+    await inbox.waitForMessage({ timeout: 1000 });
+    const st = JSON.parse(JSON.stringify(inbox.state()));
+    assert.equal(st.version, 1);
+    assert.equal(st.base, 'http://api.example/v1');
+    assert.deepEqual(st.mailbox, MAILBOX);
+    assert.deepEqual(st.cookies.map((c) => [c.name, c.value, c.path]).sort(), [[`mayfly_${ID.replaceAll('-', '')}`, 'scoped', '/v1'], ['service_session', 'sess', '/v1']]);
+    assert.deepEqual(st.seen, [kept.id]);
+    assert.equal(st.gone, undefined);
+    const sent = srv.log.length;
+    const again = new Mayfly({ baseUrl: 'http://api.example/v1/', fetch: srv.fetch }).restore(JSON.stringify(st));
+    assert.equal(srv.log.length, sent, 'restore sent a request');
+    assert.equal(again.address, MAILBOX.address);
+    await assert.rejects(again.waitForMessage({ timeout: 300 }), WaitTimeoutError); // the one message was seen
+    const last = srv.log[srv.log.length - 1];
+    assert.match(last.cookie, /service_session=sess/);
+    assert.throws(() => new Mayfly({ baseUrl: 'http://other.example/v1' }).restore(st), /the state is for http:\/\/api\.example\/v1/);
+    assert.throws(() => client.restore({ ...st, version: 2 }), /version 2/);
+    await inbox.delete();
+    const gone = client.restore(inbox.state());
+    assert.equal(gone.gone, true);
+    await assert.rejects(gone.list(), InboxGoneError);
   });
 });

@@ -7,7 +7,7 @@ import net from 'node:net';
  * Sends one message. headers: {Subject, From, ...}; text and/or html give
  * the parts (both: multipart/alternative).
  */
-export async function sendMail(addr, { to, from = 'sender@example.org', subject = 'hello', text, html, headers = {} }) {
+export async function sendMail(addr, { to, from = 'sender@example.org', subject = 'hello', text, html, headers = {}, raw }) {
   const [host, port] = addr.split(':');
   const sock = net.connect({ host, port: Number(port) });
   sock.setEncoding('utf8');
@@ -73,7 +73,7 @@ export async function sendMail(addr, { to, from = 'sender@example.org', subject 
     } else {
       lines.push('Content-Type: text/plain; charset=utf-8', '', text ?? '');
     }
-    const body = lines.join('\r\n').split('\r\n').map((l) => (l.startsWith('.') ? '.' + l : l)).join('\r\n');
+    const body = (raw ?? lines.join('\r\n')).replace(/\r?\n/g, '\r\n').split('\r\n').map((l) => (l.startsWith('.') ? '.' + l : l)).join('\r\n');
     sock.write(body + '\r\n.\r\n');
     await expect(250, 'end of data');
     sock.write('QUIT\r\n');

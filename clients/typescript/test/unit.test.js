@@ -3,7 +3,7 @@
 
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { SSEParser, CookieJar, parseSetCookie, setCookieValues, links, code, htmlText, htmlUnescape } from '../dist/index.js';
+import { SSEParser, CookieJar, parseSetCookie, setCookieValues, links, linksWithText, code, codes, htmlText, htmlUnescape } from '../dist/index.js';
 import { Mayfly, MayflyError } from '../dist/index.js';
 
 describe('SSEParser', () => {
@@ -121,6 +121,37 @@ describe('links and code', () => {
     g.lastIndex = 99;
     assert.equal(code({ text_body: 'a 123' }, g), '123', 'a global pattern starts at 0');
     assert.equal(code({ html_body: '<style>p{width:123456px}</style><p>&#49;&#50;&#51;&#52;</p>' }), '1234');
+  });
+
+  test('linksWithText: the anchor text for hrefs, "" for bare links; the order and dedup of links()', () => {
+    const m = {
+      text_body: 'Or paste https://b.example/p in your browser.',
+      html_body: '<p><a class="btn" href="https://a.example/verify?t=1&amp;u=2"> <b>Verify</b>\n your&nbsp;address </a></p>' +
+        '<a href="https://b.example/p">again</a><link href="https://c.example/style.css"><a href="/relative">r</a>',
+    };
+    assert.deepEqual(linksWithText(m), [
+      { url: 'https://b.example/p', text: '' },
+      { url: 'https://a.example/verify?t=1&u=2', text: 'Verify your\u00a0address'.replace('\u00a0', ' ') },
+      { url: 'https://c.example/style.css', text: '' },
+    ]);
+    assert.deepEqual(links(m), linksWithText(m).map((l) => l.url));
+  });
+
+  test('code: a run next to a keyword, else the last 6-digit run, else the first 4-8 digits; codes() all runs', () => {
+    const order = { subject: 'Your order', text_body: 'Order #2026 placed 2026-11-24 for 3 items. Your verification code is 482913. Ref 7781.' };
+    assert.equal(code(order), '482913');
+    assert.deepEqual(codes(order), ['2026', '2026', '482913', '7781']);
+    assert.equal(code({ text_body: '552211 is your one-time passcode. Order 2026 ships today.' }), '552211', 'a keyword after, within the sentence');
+    assert.equal(code({ text_body: 'Your code. Order 2026 ships.' }), '2026', 'no keyword across a sentence end: the first run');
+    assert.equal(code({ text_body: 'Your PIN: 0042. Call 555-1234 if lost.' }), '0042');
+    assert.equal(code({ text_body: 'OTP\n\n  778899' }), '778899');
+    assert.equal(code({ text_body: 'Invoice 2026, ticket 123456 and 654321 attached' }), '654321', 'the last 6-digit run');
+    assert.equal(code({ text_body: 'Room 2026 and 12345' }), '2026', 'the first 4-8 digit run');
+    assert.equal(code({ text_body: 'Order 2026 shipped', html_body: '<p>Your code: <b>8899</b></p>' }), '2026', 'the first text with a run decides');
+    assert.equal(code({ text_body: 'Welcome!', html_body: '<p>Your code: <b>8899</b></p>', subject: '1234' }), '8899');
+    assert.equal(code({ text_body: 'codes 123456 and 7777' }), '123456', '"codes" is not the keyword: the last 6-digit run');
+    assert.equal(code(order, /Ref (\d+)/), '7781', 'a custom pattern: first match, group 1');
+    assert.deepEqual(codes({ text_body: 'none' }), []);
   });
 
   test('htmlText and htmlUnescape', () => {

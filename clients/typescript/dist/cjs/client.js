@@ -1,0 +1,1126 @@
+"use strict";
+// The client: one Mayfly service, inboxes each with a cookie jar of its own.
+// The rules (retries, the gone error, waiting, events) are the shared
+// contract of clients/SCENARIOS.md.
+Object.defineProperty(exports, "__esModule", { value: true });
+exports.Inbox = exports.Mayfly = exports.MIN_TIMEOUT = exports.DEFAULT_UNREACHABLE_AFTER = exports.DEFAULT_WAIT_TIMEOUT = exports.REPLACED_PAUSE = exports.MIN_POLL_INTERVAL = void 0;
+exports.createClient = createClient;
+exports.backoff = backoff;
+const cookies_js_1 = require("./cookies.js");
+const errors_js_1 = require("./errors.js");
+const sse_js_1 = require("./sse.js");
+const state_js_1 = require("./state.js");
+/** The API's floor for polling the message list, in milliseconds. */
+exports.MIN_POLL_INTERVAL = 5000;
+/**
+ * How long a follower whose event stream the service ended because another
+ * stream took over the inbox (`: replaced by a newer stream on this inbox`)
+ * polls the message list before opening the stream again, in milliseconds.
+ */
+exports.REPLACED_PAUSE = 60_000;
+/** A wait's timeout when the caller gives none, in milliseconds (the same 20 s in the three clients). */
+exports.DEFAULT_WAIT_TIMEOUT = 20_000;
+/** How long every attempt of a wait may fail at the transport level before it ends with UnreachableError, in ms. */
+exports.DEFAULT_UNREACHABLE_AFTER = 10_000;
+/** The smallest timeout taken: a smaller one is most likely seconds given where milliseconds are meant. */
+exports.MIN_TIMEOUT = 100;
+/** Throws a RangeError for a timeout (milliseconds) under MIN_TIMEOUT or not a number. */
+function checkTimeout(name, ms) {
+    if (ms === undefined)
+        return;
+    if (typeof ms !== 'number' || Number.isNaN(ms) || ms < exports.MIN_TIMEOUT) {
+        throw new RangeError(`mayfly: ${name} is in milliseconds and must be at least ${exports.MIN_TIMEOUT}: got ${String(ms)} (did you mean ${String(ms)} s = ${Number(ms) * 1000} ms?)`);
+    }
+}
+/** setTimeout's longest delay; a longer timer would fire at once. */
+const MAX_TIMER = 2 ** 31 - 1;
+/** The comment the service ends a replaced stream with (after the colon and a space). */
+const REPLACED_COMMENT = 'replaced';
+/** The default logger: warnings to console.warn, the rest dropped. */
+function defaultLogger(event, fields, level) {
+    if (level === 'warn')
+        console.warn(`mayfly: ${event}`, fields);
+}
+/** Talks to one service; each Inbox made from it has a cookie jar of its own. */
+class Mayfly {
+    #o;
+    constructor(options) {
+        let u;
+        try {
+            u = new URL(options.baseUrl);
+        }
+        catch {
+            throw new errors_js_1.MayflyError(`mayfly: base URL ${JSON.stringify(options.baseUrl)}: want http(s)://host/v1`);
+        }
+        if (u.protocol !== 'http:' && u.protocol !== 'https:') {
+            throw new errors_js_1.MayflyError(`mayfly: base URL ${JSON.stringify(options.baseUrl)}: want http(s)://host/v1`);
+        }
+        checkTimeout('waitTimeout', options.waitTimeout);
+        checkTimeout('requestTimeout', options.requestTimeout);
+        const f = options.fetch ?? globalThis.fetch;
+        if (typeof f !== 'function')
+            throw new errors_js_1.MayflyError('mayfly: no global fetch (Node 18 or later is needed)');
+        this.#o = {
+            base: u.toString().replace(/\/+$/, ''),
+            requestTimeout: options.requestTimeout ?? 30_000,
+            maxAttempts: Math.max(1, options.maxAttempts ?? 6),
+            baseDelay: options.baseDelay ?? 200,
+            maxDelay: options.maxDelay ?? 5000,
+            pollInterval: Math.max(exports.MIN_POLL_INTERVAL, options.pollInterval ?? exports.MIN_POLL_INTERVAL),
+            streamOpenTimeout: options.streamOpenTimeout ?? 10_000,
+            streamIdleTimeout: options.streamIdleTimeout ?? 65_000,
+            waitTimeout: options.waitTimeout ?? exports.DEFAULT_WAIT_TIMEOUT,
+            unreachableAfter: options.unreachableAfter ?? exports.DEFAULT_UNREACHABLE_AFTER,
+            maxRetryAfter: options.maxRetryAfter ?? 10_000,
+            userAgent: options.userAgent ?? 'mayfly-ts-client/1',
+            log: options.logger ?? defaultLogger,
+            fetch: f.bind(globalThis),
+        };
+    }
+    get baseUrl() {
+        return this.#o.base;
+    }
+    /**
+     * Creates an inbox and selects it in a new cookie jar. Never retried but
+     * when nothing was done (a request-rate 429, 503 REQUEST_PROTECTION, a
+     * refused connection); a creation limit throws CreationLimitError at once.
+     */
+    async createInbox(options = {}) {
+        checkTimeout('timeout', options.timeout);
+        const body = options.lifetimeMinutes === undefined ? {} : { lifetime_minutes: options.lifetimeMinutes };
+        const make = () => new Inbox(this.#o, new cookies_js_1.CookieJar(this.#o.base), options.deadline);
+        if (!options.waitForCapacity) {
+            const inbox = make();
+            await inbox._create(body, options);
+            return inbox;
+        }
+        const until = Date.now() + (options.timeout ?? this.#o.waitTimeout);
+        for (;;) {
+            const inbox = make();
+            try {
+                await inbox._create(body, { signal: options.signal, timeout: Math.max(1, until - Date.now()) });
+                return inbox;
+            }
+            catch (err) {
+                if (!(err instanceof errors_js_1.CreationLimitError))
+                    throw err;
+                // Retry-After when the limit gives one (the creation windows), else a poll every second (the active cap).
+                const wait = err.retryAfter !== undefined ? err.retryAfter * 1000 + Math.random() * 250 : 1000;
+                if (Date.now() + wait >= until)
+                    throw err;
+                this.#o.log('creation limit: waiting for capacity', { code: err.code, wait }, 'info');
+                await sleep(wait, options.signal);
+            }
+        }
+    }
+    /**
+     * An Inbox from a saved state (Inbox.state(), or the state of the Go or
+     * Python client: one JSON format, an object or its JSON text). No request
+     * is made. The state's base must be this client's.
+     */
+    restore(state, options = {}) {
+        const st = (0, state_js_1.parseState)(state);
+        let base;
+        try {
+            base = new URL(st.base).toString().replace(/\/+$/, '');
+        }
+        catch {
+            throw new errors_js_1.MayflyError(`mayfly: restore: the state's base ${JSON.stringify(st.base)} is not a URL`);
+        }
+        if (base !== this.#o.base) {
+            throw new errors_js_1.MayflyError(`mayfly: restore: the state is for ${base}, this client talks to ${this.#o.base}`);
+        }
+        const jar = new cookies_js_1.CookieJar(this.#o.base);
+        for (const c of st.cookies)
+            jar.put((0, state_js_1.fromStateCookie)(c));
+        const inbox = new Inbox(this.#o, jar, options.deadline);
+        inbox._restore(st);
+        return inbox;
+    }
+}
+exports.Mayfly = Mayfly;
+/** createClient(options) is `new Mayfly(options)`. */
+function createClient(options) {
+    return new Mayfly(options);
+}
+/** One inbox with the cookie jar that gives access to it. One event stream at a time. */
+class Inbox {
+    #o;
+    #jar;
+    #mailbox;
+    #gone;
+    #streaming = false;
+    /** Ids returned by a wait or message(): what `since: 'unseen'` leaves out. */
+    #returned = new Set();
+    #deadline;
+    /** The running wait's watch (what its attempts met), when one runs. */
+    #watch;
+    /** @internal use Mayfly.createInbox or Mayfly.restore */
+    constructor(o, jar, deadline) {
+        this.#o = o;
+        this.#jar = jar;
+        this.#deadline = deadline;
+    }
+    /** Whether the inbox is gone (deleted, expired, its session revoked): every method but delete() then throws InboxGoneError. */
+    get gone() {
+        return this.#gone !== undefined;
+    }
+    /**
+     * The inbox's saved state (one JSON format with the Go and Python
+     * clients): the mailbox, the cookie jar and the ids already returned.
+     * Mayfly.restore() makes an Inbox of it in another process. It holds the
+     * cookie values: keep it as secret as they are.
+     */
+    state() {
+        const st = {
+            version: 1,
+            base: this.#o.base,
+            mailbox: this.mailbox,
+            cookies: this.#jar.cookies().map(state_js_1.toStateCookie),
+            seen: [...this.#returned],
+        };
+        if (this.#gone !== undefined)
+            st.gone = true;
+        return st;
+    }
+    /** @internal */
+    _restore(st) {
+        this.#mailbox = { ...st.mailbox };
+        for (const id of st.seen)
+            this.#returned.add(id);
+        if (st.gone) {
+            this.#gone = new errors_js_1.InboxGoneError('mayfly: inbox gone (restored as gone)');
+            this.#jar.clear();
+        }
+    }
+    /** The inbox as last seen (creation, select, current, extend). */
+    get mailbox() {
+        if (this.#mailbox === undefined)
+            throw new errors_js_1.MayflyError('mayfly: the inbox was not created');
+        return { ...this.#mailbox };
+    }
+    get id() {
+        return this.mailbox.id;
+    }
+    get address() {
+        return this.mailbox.address;
+    }
+    /** @internal */
+    async _create(body, opts) {
+        const out = await this.#call('POST', '/mailboxes', body, 'none', opts);
+        const id = out.mailbox.id;
+        // The scoped cookie is <prefix>_<id without hyphens>; the prefix is the service's.
+        const suffix = '_' + id.toLowerCase().replace(/-/g, '');
+        if (suffix.length !== 33 || !this.#jar.names().some((n) => n.toLowerCase().endsWith(suffix))) {
+            throw new errors_js_1.MayflyError(`mayfly: no mailbox-scoped cookie in the creation answer (mailbox ${id})`);
+        }
+        const selectUrl = `${this.#o.base}/mailboxes/${encodeURIComponent(id)}/select`;
+        if (!this.#jar.header(selectUrl).split('; ').some((c) => c.split('=')[0].toLowerCase().endsWith(suffix))) {
+            throw new errors_js_1.MayflyError(`mayfly: the mailbox cookie of ${id} is not sent back to ${this.#o.base} (Secure over plain http? ` +
+                'run the service with MAYFLY_COOKIE_SECURE=false, or use https)');
+        }
+        this.#mailbox = out.mailbox;
+        await this.select(opts);
+    }
+    /** Opens a new session with the scoped cookie (replaces the jar's service_session). */
+    async select(options = {}) {
+        checkTimeout('timeout', options.timeout);
+        this.#alive();
+        const path = `/mailboxes/${encodeURIComponent(this.id)}/select`;
+        const out = await this.#call('POST', path, undefined, 'refusedOnly', options);
+        this.#mailbox = out.mailbox;
+        return this.mailbox;
+    }
+    /** Reads the inbox (GET /mailboxes/current). */
+    async current(options = {}) {
+        checkTimeout('timeout', options.timeout);
+        const out = await this.#call('GET', '/mailboxes/current', undefined, 'safe', options);
+        this.#mailbox = out.mailbox;
+        return this.mailbox;
+    }
+    /** Asks for minutes (1 to 10) more; the grant never passes max_expires_at. Returns the inbox with its new expiry. */
+    async extend(minutes, options = {}) {
+        checkTimeout('timeout', options.timeout);
+        const out = await this.#call('PATCH', '/mailboxes/current', { extension_minutes: minutes }, 'refusedOnly', options);
+        this.#mailbox = out.mailbox;
+        return this.mailbox;
+    }
+    /**
+     * Destroys the inbox and its messages; from then on every other method
+     * throws InboxGoneError without a request. Idempotent: an inbox already
+     * gone (deleted here or elsewhere, expired) is success. Resolves to whether
+     * this call deleted it (false: it was gone already; no request is sent when
+     * this object knows it).
+     */
+    async delete(options = {}) {
+        checkTimeout('timeout', options.timeout);
+        if (this.#gone !== undefined)
+            return false;
+        try {
+            await this.#call('DELETE', '/mailboxes/current', undefined, 'refusedOnly', options);
+        }
+        catch (err) {
+            if (err instanceof errors_js_1.InboxGoneError)
+                return false; // a 401: #errorOf marked it gone
+            if (err instanceof errors_js_1.MayflyError && err.status === 404 && err.code === 'MAILBOX_NOT_FOUND') {
+                this.#gone = new errors_js_1.InboxGoneError(`mayfly: inbox expired or deleted: ${err.message}`, err);
+                this.#jar.clear();
+                return false;
+            }
+            throw err;
+        }
+        this.#gone = new errors_js_1.InboxGoneError('mayfly: inbox deleted');
+        this.#jar.clear();
+        return true;
+    }
+    /** One page of messages, newest first. */
+    async list(options = {}) {
+        checkTimeout('timeout', options.timeout);
+        return this.#list(options.limit ?? 20, options.offset ?? 0, options, this.#o.maxAttempts);
+    }
+    /** Every page of messages, newest first, fetched as the iteration goes. */
+    async *pages(options = {}) {
+        const size = options.pageSize ?? 100;
+        for (let offset = 0;; offset += size) {
+            const p = await this.#list(size, offset, options.signal, this.#o.maxAttempts);
+            yield p;
+            if (!p.hasMore || p.items.length === 0)
+                return;
+        }
+    }
+    /** Every message summary, newest first, a page at a time. */
+    async *messages(options = {}) {
+        for await (const p of this.pages(options))
+            yield* p.items;
+    }
+    /** One message with its bodies; it counts as returned for `since: 'unseen'`. */
+    async message(id, options = {}) {
+        checkTimeout('timeout', options.timeout);
+        const m = await this.#message(id, options, this.#o.maxAttempts);
+        this.#returned.add(m.id);
+        return m;
+    }
+    /** Deletes one message. */
+    async deleteMessage(id, options = {}) {
+        checkTimeout('timeout', options.timeout);
+        await this.#call('DELETE', `/messages/${encodeURIComponent(id)}`, undefined, 'refusedOnly', options);
+    }
+    /**
+     * The new messages as they arrive (GET /events), across reconnects: after
+     * every (re)connect the list is read and what the stream missed is yielded
+     * (missed: true). When the service ends the stream because another
+     * program opened one on this inbox, it warns (the logger), polls the list
+     * every 5 s for a minute, then opens the stream again. Ends with
+     * InboxGoneError when the inbox expires or is deleted, with
+     * WaitTimeoutError at its `timeout` (default the client's waitTimeout,
+     * 20 s), with UnreachableError when the service has been unreachable for
+     * unreachableAfter (10 s); breaking out of the loop or the signal closes
+     * the stream.
+     */
+    async *events(options = {}) {
+        const timeout = this.#waitTimeout(options.timeout);
+        this.#alive();
+        this.#takeStream();
+        const watch = new Watch(this.#o.base, this.#o.unreachableAfter);
+        const ctl = new AbortController();
+        watch.signal = ctl.signal;
+        watch.abort = (err) => ctl.abort(err);
+        this.#watch = watch;
+        const timer = timeout < MAX_TIMER
+            ? setTimeout(() => {
+                const why = watch.unreachable() ?? `${yielded} message${yielded === 1 ? '' : 's'} yielded`;
+                ctl.abort(new errors_js_1.WaitTimeoutError(`mayfly: events(): its timeout of ${timeout} ms passed; ${why}`));
+            }, timeout)
+            : undefined;
+        const user = options.signal;
+        const onAbort = () => ctl.abort(user?.reason);
+        if (user?.aborted)
+            ctl.abort(user.reason);
+        user?.addEventListener('abort', onAbort, { once: true });
+        const seen = new Set();
+        let yielded = 0;
+        try {
+            for await (const step of this.#follow(ctl.signal, false, false)) {
+                const items = step.kind === 'list' ? [...step.items].reverse() : [step.item];
+                for (const m of items) {
+                    if (seen.has(m.id))
+                        continue;
+                    seen.add(m.id);
+                    if (step.kind === 'list' && step.initial)
+                        continue; // there before events() began
+                    yielded++;
+                    yield { type: 'message.received', message: m, missed: step.kind === 'list' };
+                }
+            }
+        }
+        catch (err) {
+            if (ctl.signal.aborted)
+                throw ctl.signal.reason; // the caller's reason, or the timeout
+            throw err;
+        }
+        finally {
+            clearTimeout(timer);
+            user?.removeEventListener('abort', onAbort);
+            watch.close();
+            if (this.#watch === watch)
+                this.#watch = undefined;
+            this.#streaming = false;
+        }
+    }
+    /**
+     * The first message that matches and is new in the sense of `since`
+     * (default 'unseen'), with its bodies (status ready or failed); the oldest
+     * when several qualify. Follows the event stream, lists after every
+     * (re)connect, polls every 5 s when the stream fails twice in a row (and
+     * for a minute, with a warning to the logger, when the service ends the
+     * stream because another program opened one on the inbox), and keeps going
+     * through restarts, refused connections, 503s and 429s until its timeout
+     * (milliseconds; default 20 000): WaitTimeoutError, whose message says why
+     * (the server unreachable, N messages arrived and none matched, or none
+     * arrived). When every attempt has failed at the transport level for the
+     * client's unreachableAfter (10 s), it ends early with UnreachableError.
+     * The signal ends it at once with the signal's reason.
+     */
+    async waitForMessage(options = {}) {
+        const [m] = await this.#waitFor(1, options, 'no matching message');
+        return m;
+    }
+    /**
+     * The first `count` messages that match and are new in the sense of
+     * `since`, oldest first, with their bodies; as waitForMessage, and they
+     * count as returned (since 'unseen') once all are there. Its timeout's
+     * WaitTimeoutError says how many had come.
+     */
+    async waitForMessages(count, options = {}) {
+        if (!Number.isInteger(count) || count < 1)
+            throw new RangeError(`mayfly: waitForMessages: count must be a whole number ≥ 1: got ${count}`);
+        return this.#waitFor(count, options, `fewer than ${count} matching messages`);
+    }
+    /**
+     * Succeeds when no message that matches and is new in the sense of `since`
+     * (default 'unseen') arrives within `within` milliseconds: the honest
+     * "no second email" assertion. A matching message fails it at once with
+     * UnexpectedMessageError (`received` is the message; it is not marked
+     * returned). A server unreachable at the end of the window cannot prove the
+     * absence: UnreachableError.
+     */
+    async expectNoMessage(options) {
+        checkTimeout('within', options?.within);
+        if (options?.within === undefined)
+            throw new RangeError('mayfly: expectNoMessage: within (milliseconds) is required');
+        checkTimeout('timeout', options.timeout);
+        const watch = new Watch(this.#o.base, this.#o.unreachableAfter);
+        // A shorter timeout or the inbox's deadline ends it before the window does: the wait timeout, not success.
+        const window = Math.min(options.within, options.timeout ?? Infinity, this.#deadlineLeft());
+        let got;
+        try {
+            got = await this.#guard(window, options.signal, watch, 'no matching message', (signal) => this.#wait(options, signal, 1, watch, false));
+        }
+        catch (err) {
+            if (!(err instanceof errors_js_1.WaitTimeoutError))
+                throw err;
+            if (window < options.within) {
+                throw new errors_js_1.WaitTimeoutError(`mayfly: expectNoMessage: its timeout or the inbox's deadline came ${window} ms in, before the end of the ${options.within} ms window`);
+            }
+            if (watch.failingSince !== undefined) {
+                throw new errors_js_1.UnreachableError(`mayfly: expectNoMessage: the service was unreachable at the end of the ${options.within} ms window ` +
+                    `(for ${((Date.now() - watch.failingSince) / 1000).toFixed(1)} s; last error: ${watch.lastError}): the absence is not shown`, Date.now() - watch.failingSince);
+            }
+            return;
+        }
+        const m = got[0];
+        throw new errors_js_1.UnexpectedMessageError(`mayfly: expectNoMessage: a matching message arrived within ${options.within} ms: ${JSON.stringify(m.subject)} from ${JSON.stringify(m.from)} (id ${m.id})`, m);
+    }
+    /** The timeout of a wait in ms: the caller's (checked) or the client's, never past the inbox's deadline. */
+    #waitTimeout(timeout) {
+        checkTimeout('timeout', timeout);
+        return Math.min(timeout ?? this.#o.waitTimeout, this.#deadlineLeft());
+    }
+    /** Milliseconds until the inbox's deadline (createInbox's `deadline`), Infinity without one. */
+    #deadlineLeft() {
+        const d = typeof this.#deadline === 'function' ? this.#deadline() : this.#deadline;
+        return d === undefined ? Infinity : Math.max(0, (d instanceof Date ? d.getTime() : d) - Date.now());
+    }
+    async #waitFor(count, options, what) {
+        const watch = new Watch(this.#o.base, this.#o.unreachableAfter);
+        watch.want = count;
+        const got = await this.#guard(this.#waitTimeout(options.timeout), options.signal, watch, what, (signal) => this.#wait(options, signal, count, watch, true));
+        return got;
+    }
+    /**
+     * Runs a wait: takes the inbox's stream, ends it at its timeout with
+     * WaitTimeoutError (explained by the watch) or at once on the caller's
+     * signal, and keeps the watch where the inbox's calls report to it.
+     */
+    async #guard(timeout, user, watch, what, run) {
+        this.#alive();
+        this.#takeStream();
+        const ctl = new AbortController();
+        watch.signal = ctl.signal;
+        watch.abort = (err) => ctl.abort(err);
+        this.#watch = watch;
+        const timer = timeout < MAX_TIMER
+            ? setTimeout(() => ctl.abort(new errors_js_1.WaitTimeoutError(`mayfly: ${watch.got > 0 ? `${watch.got} of ${watch.want} matching messages` : what} within ${timeout} ms; ${watch.explain()}`)), timeout)
+            : undefined;
+        const onAbort = () => ctl.abort(user?.reason);
+        if (user?.aborted)
+            ctl.abort(user.reason);
+        user?.addEventListener('abort', onAbort, { once: true });
+        try {
+            return await run(ctl.signal);
+        }
+        catch (err) {
+            if (ctl.signal.aborted)
+                throw ctl.signal.reason; // the caller's reason, or the wait timeout
+            throw err;
+        }
+        finally {
+            clearTimeout(timer);
+            user?.removeEventListener('abort', onAbort);
+            watch.close();
+            if (this.#watch === watch)
+                this.#watch = undefined;
+            this.#streaming = false;
+        }
+    }
+    async #wait(options, signal, count, watch, mark) {
+        // A copy without g and y: test() must not carry lastIndex from one message to the next.
+        const re = (p) => p === undefined ? undefined : typeof p === 'string' ? new RegExp(p) : new RegExp(p.source, p.flags.replace(/[gy]/g, ''));
+        const subject = re(options.subject);
+        const from = re(options.from);
+        const text = re(options.text);
+        const since = options.since ?? 'unseen';
+        const anchor = typeof since === 'object' && !(since instanceof Date) ? since.messageId
+            : typeof since === 'string' && since !== 'unseen' && since !== 'now' ? since : undefined;
+        const after = since instanceof Date ? since.getTime() : undefined;
+        const notNew = new Set(); // 'now': there at the start; anchor: the anchor and older
+        const rejected = new Set(); // looked at, did not match
+        const taken = new Set(); // matched, kept for the answer
+        const found = [];
+        let anchorFound = false;
+        const qualifies = (m) => {
+            if (rejected.has(m.id) || notNew.has(m.id) || taken.has(m.id))
+                return false;
+            if (since === 'unseen')
+                return !this.#returned.has(m.id);
+            if (after !== undefined)
+                return Date.parse(m.received_at) > after;
+            return true;
+        };
+        const reject = (m) => {
+            rejected.add(m.id);
+            watch.arrived.push(m.subject);
+        };
+        const consider = async (m) => {
+            if (!qualifies(m))
+                return undefined;
+            if (m.status !== 'pending' && ((subject && !subject.test(m.subject)) || (from && !from.test(m.from)))) {
+                reject(m);
+                return undefined;
+            }
+            // Read until it has its bodies; an outage (or a Retry-After too long to
+            // wait) is outlived like the wait's, a message deleted meanwhile passed over.
+            let full;
+            for (let attempt = 1; full === undefined || full.status === 'pending';) {
+                if (full !== undefined)
+                    await sleep(this.#o.pollInterval, signal);
+                try {
+                    full = await this.#message(m.id, signal, Infinity);
+                }
+                catch (err) {
+                    if (signal.aborted)
+                        throw signal.reason;
+                    if (err instanceof errors_js_1.MayflyError && err.status === 404 && err.code === 'MESSAGE_NOT_FOUND') {
+                        rejected.add(m.id);
+                        return undefined;
+                    }
+                    if (err instanceof errors_js_1.InboxGoneError || !transient(err))
+                        throw err;
+                    full = undefined;
+                    await sleep(backoff(attempt++, 500, 5000) + 100, signal);
+                }
+            }
+            const ok = (!subject || subject.test(full.subject)) && (!from || from.test(full.from)) &&
+                (!text || text.test(full.text_body)) && (!options.match || options.match(full));
+            if (!ok) {
+                reject(full);
+                return undefined;
+            }
+            return full;
+        };
+        for await (const step of this.#follow(signal, since === 'now' || anchor !== undefined, true)) {
+            let items;
+            if (step.kind === 'list') {
+                if (step.initial && since === 'now') {
+                    for (const m of step.items)
+                        notNew.add(m.id);
+                    continue;
+                }
+                if (anchor !== undefined) {
+                    const k = step.items.findIndex((m) => m.id === anchor);
+                    if (k >= 0) {
+                        anchorFound = true;
+                        for (const m of step.items.slice(k))
+                            notNew.add(m.id);
+                    }
+                    else if (!anchorFound) {
+                        throw new errors_js_1.MayflyError(`mayfly: GET ${this.#o.base}/messages: since: message ${anchor} is not in the inbox`, { code: 'MESSAGE_NOT_FOUND' });
+                    }
+                }
+                items = [...step.items].reverse(); // oldest first
+            }
+            else {
+                items = [step.item];
+            }
+            for (const m of items) {
+                const got = await consider(m);
+                if (got === undefined)
+                    continue;
+                taken.add(got.id);
+                found.push(got);
+                watch.got = found.length;
+                if (found.length >= count) {
+                    found.sort((a, b) => Date.parse(a.received_at) - Date.parse(b.received_at));
+                    if (mark)
+                        for (const f of found)
+                            this.#returned.add(f.id);
+                    return found;
+                }
+            }
+        }
+        throw new errors_js_1.MayflyError('mayfly: the wait ended without a message'); // #follow only ends by throwing
+    }
+    /**
+     * Follows the inbox: an optional list first (initial: true), then the event
+     * stream with a list after every (re)connect, reconnecting with backoff.
+     * With fallback, after two failed opens in a row it polls the list every
+     * poll interval instead. When the service ends the stream because another
+     * stream took the inbox over, it warns, polls the list every poll interval
+     * for REPLACED_PAUSE, then opens the stream again. It ends only by throwing
+     * (gone, the signal, an error that is not transient).
+     */
+    async *#follow(signal, preList, fallback) {
+        let lastList = 0;
+        const listAll = async () => {
+            const all = [];
+            for (let offset = 0;; offset += 100) {
+                const p = await this.#list(100, offset, signal, Infinity);
+                all.push(...p.items);
+                if (!p.hasMore || p.items.length === 0)
+                    break;
+            }
+            lastList = Date.now(); // after the answer: the next poll is ≥ the interval after it on the server too
+            return all;
+        };
+        /** Rethrows what a follower does not outlive. */
+        const fatal = (err) => {
+            if (signal.aborted)
+                throw signal.reason;
+            if (err instanceof errors_js_1.InboxGoneError || !transient(err))
+                throw err;
+        };
+        /** A list at the next poll interval, or undefined when it failed (transiently) or `until` came first. */
+        const pollOnce = async (until) => {
+            const wait = Math.max(0, this.#o.pollInterval - (Date.now() - lastList));
+            if (Date.now() + wait >= until) {
+                await sleep(Math.max(0, until - Date.now()), signal);
+                return undefined;
+            }
+            await sleep(wait, signal);
+            try {
+                return await listAll();
+            }
+            catch (err) {
+                fatal(err);
+                lastList = Date.now(); // a failed list waits for the next interval
+                this.#o.log('listing the messages failed; trying again', { err: String(err), in: this.#o.pollInterval }, 'info');
+                return undefined;
+            }
+        };
+        if (preList || !fallback) {
+            // "Started" (since 'now') is when this list is answered: retried across outages and 429s.
+            let items;
+            for (let attempt = 1; items === undefined; attempt++) {
+                try {
+                    items = await listAll();
+                }
+                catch (err) {
+                    fatal(err);
+                    this.#o.log('listing the messages failed; trying again', { err: String(err) }, 'info');
+                    await sleep(backoff(attempt, 500, 5000) + 100, signal);
+                }
+            }
+            yield { kind: 'list', items, initial: true };
+        }
+        let failures = 0;
+        for (let attempt = 0;; attempt++) {
+            if (fallback && failures >= 2) {
+                this.#o.log('stream unavailable; polling', { every: this.#o.pollInterval }, 'info');
+                for (;;) {
+                    const items = await pollOnce(Infinity);
+                    if (items !== undefined)
+                        yield { kind: 'list', items, initial: false };
+                }
+            }
+            const opened = Date.now();
+            let heard = false;
+            let replaced = false;
+            let stream;
+            try {
+                stream = await this.#openStream(signal);
+                yield { kind: 'list', items: await listAll(), initial: false };
+                for await (const ev of stream.events()) {
+                    heard = true;
+                    if (ev === undefined)
+                        continue; // a line, not an event: the stream is alive
+                    yield { kind: 'event', item: ev };
+                }
+            }
+            catch (err) {
+                if (err instanceof StreamReplaced) {
+                    replaced = true;
+                }
+                else {
+                    fatal(err);
+                    this.#o.log('event stream ended', { err: String(err) }, 'info');
+                }
+            }
+            finally {
+                stream?.close();
+            }
+            if (replaced) {
+                // Another program follows this inbox: do not take the stream back at
+                // once (it would do the same), poll for a while instead.
+                this.#o.log('the service ended the event stream: another client opened one on this inbox (one stream per inbox); ' +
+                    'polling the message list meanwhile', { every: this.#o.pollInterval, for: exports.REPLACED_PAUSE }, 'warn');
+                const until = Date.now() + exports.REPLACED_PAUSE;
+                while (Date.now() < until) {
+                    const items = await pollOnce(until);
+                    if (items !== undefined)
+                        yield { kind: 'list', items, initial: false };
+                }
+                attempt = -1; // the loop's increment makes it 0
+                failures = 0;
+                continue;
+            }
+            if (stream !== undefined && heard)
+                failures = 0;
+            else
+                failures++;
+            if (!(fallback && failures >= 2)) {
+                // Is it alive? A gone inbox ends the stream for good.
+                if (stream !== undefined) {
+                    try {
+                        await this.current({ signal });
+                    }
+                    catch (err) {
+                        fatal(err);
+                    }
+                }
+                if (Date.now() - opened > 60_000)
+                    attempt = 0;
+                await sleep(backoff(attempt + 1, 500, fallback ? 5000 : 30_000), signal);
+            }
+        }
+    }
+    async #openStream(signal) {
+        this.#alive();
+        const ctl = new AbortController();
+        const onAbort = () => ctl.abort(signal.reason);
+        signal.addEventListener('abort', onAbort, { once: true });
+        const url = this.#o.base + '/events';
+        const openTimer = setTimeout(() => ctl.abort(new Error(`no answer within ${this.#o.streamOpenTimeout} ms`)), this.#o.streamOpenTimeout);
+        const done = () => {
+            clearTimeout(openTimer);
+            signal.removeEventListener('abort', onAbort);
+            ctl.abort();
+        };
+        let res;
+        try {
+            res = await this.#o.fetch(url, { method: 'GET', headers: this.#headers(url, 'text/event-stream'), signal: ctl.signal, redirect: 'manual' });
+        }
+        catch (err) {
+            done();
+            if (signal.aborted)
+                throw signal.reason;
+            const e = new NetworkError('GET', url, err, refused(err));
+            this.#failed(signal, e);
+            throw e;
+        }
+        clearTimeout(openTimer);
+        this.#answered(signal);
+        this.#jar.store(url, (0, cookies_js_1.setCookieValues)(res.headers));
+        if (res.status !== 200) {
+            const err = await this.#errorOf(res, 'GET', url, '/events');
+            done();
+            throw err;
+        }
+        if (!(res.headers.get('content-type') ?? '').toLowerCase().startsWith('text/event-stream') || res.body === null) {
+            done();
+            throw new errors_js_1.MayflyError(`mayfly: GET ${url}: ${res.status}: the event stream answered with something else (${res.headers.get('content-type') ?? 'no content type'})`);
+        }
+        return new Stream(res.body, this.#o.streamIdleTimeout, ctl, done);
+    }
+    /** An answer came: the running wait's service is reachable. */
+    #answered(signal) {
+        if (this.#watch !== undefined && signal === this.#watch.signal)
+            this.#watch.ok();
+    }
+    /** A transport failure of the running wait's call. */
+    #failed(signal, err) {
+        if (this.#watch !== undefined && signal === this.#watch.signal)
+            this.#watch.fail(err);
+    }
+    #takeStream() {
+        if (this.#streaming)
+            throw new errors_js_1.StreamBusyError();
+        this.#streaming = true;
+    }
+    #alive() {
+        if (this.#gone !== undefined)
+            throw this.#gone;
+    }
+    async #list(limit, offset, signal, attempts) {
+        const q = new URLSearchParams({ limit: String(limit), offset: String(offset) });
+        const out = await this.#call('GET', `/messages?${q}`, undefined, 'safe', signal, attempts);
+        return { items: out.items, limit: out.pagination.limit, offset: out.pagination.offset, hasMore: out.pagination.has_more };
+    }
+    async #message(id, signal, attempts) {
+        const out = await this.#call('GET', `/messages/${encodeURIComponent(id)}`, undefined, 'safe', signal, attempts);
+        return out.message;
+    }
+    #headers(url, accept, json = false) {
+        const h = { accept, 'user-agent': this.#o.userAgent };
+        const cookie = this.#jar.header(url);
+        if (cookie !== '')
+            h['cookie'] = cookie;
+        if (json)
+            h['content-type'] = 'application/json';
+        return h;
+    }
+    /** One API call with the retries of the contract; the data envelope's content. */
+    async #call(method, path, body, kind, opts, attempts = this.#o.maxAttempts) {
+        this.#alive();
+        const url = this.#o.base + path;
+        const { signal, timeout } = opts === undefined || opts instanceof AbortSignal ? { signal: opts, timeout: undefined } : opts;
+        const deadline = timeout === undefined ? Infinity : Date.now() + timeout;
+        for (let attempt = 1;; attempt++) {
+            let wait;
+            let last;
+            try {
+                return await this.#once(method, url, path, body, signal, Math.min(this.#o.requestTimeout, deadline - Date.now()));
+            }
+            catch (err) {
+                if (signal?.aborted)
+                    throw signal.reason;
+                last = err;
+                const w = retryWait(err, kind, attempt, this.#o);
+                if (w === undefined || attempt >= attempts || Date.now() + w >= deadline)
+                    throw err;
+                wait = w;
+            }
+            const e = last;
+            this.#o.log('retrying', { method, path: path.split('?')[0], attempt, wait, status: e.status, code: e.code }, 'debug');
+            await sleep(wait, signal);
+        }
+    }
+    async #once(method, url, path, body, signal, budget) {
+        const ctl = new AbortController();
+        const timer = setTimeout(() => ctl.abort(new Error(`no answer within ${Math.max(0, Math.round(budget))} ms`)), Math.max(0, budget));
+        const onAbort = () => ctl.abort(signal?.reason);
+        if (signal?.aborted)
+            ctl.abort(signal.reason);
+        signal?.addEventListener('abort', onAbort, { once: true });
+        try {
+            let res;
+            try {
+                const init = { method, headers: this.#headers(url, 'application/json', body !== undefined), signal: ctl.signal, redirect: 'manual' };
+                if (body !== undefined)
+                    init.body = JSON.stringify(body);
+                res = await this.#o.fetch(url, init);
+            }
+            catch (err) {
+                if (signal?.aborted)
+                    throw signal.reason;
+                const e = new NetworkError(method, url, err, refused(err));
+                this.#failed(signal, e);
+                throw e;
+            }
+            this.#answered(signal);
+            this.#jar.store(url, (0, cookies_js_1.setCookieValues)(res.headers));
+            if (res.status >= 200 && res.status < 300) {
+                if (res.status === 204)
+                    return undefined;
+                let env;
+                try {
+                    env = (await res.json());
+                }
+                catch (err) {
+                    if (signal?.aborted)
+                        throw signal.reason;
+                    throw new NetworkError(method, url, err, false);
+                }
+                if (env === null || typeof env !== 'object' || env.data === undefined) {
+                    throw new errors_js_1.MayflyError(`mayfly: ${method} ${url}: answer ${res.status} without a data envelope`, { status: res.status });
+                }
+                return env.data;
+            }
+            throw await this.#errorOf(res, method, url, path);
+        }
+        finally {
+            clearTimeout(timer);
+            signal?.removeEventListener('abort', onAbort);
+        }
+    }
+    /** The typed error of an error answer; marks the inbox gone when the answer says so. */
+    async #errorOf(res, method, url, path) {
+        let env = {};
+        try {
+            env = JSON.parse(await res.text());
+        }
+        catch {
+            // not the envelope: status only
+        }
+        const init = {
+            status: res.status,
+            code: env?.error?.code,
+            requestId: env?.request_id ?? res.headers.get('x-request-id') ?? undefined,
+            details: env?.error?.details,
+            retryAfter: (0, errors_js_1.parseRetryAfter)(res.headers.get('retry-after')),
+        };
+        const route = path.split('?')[0];
+        // Where it went (the method and the URL: never a cookie), then what came back.
+        const text = env?.error?.message ?? (res.statusText || 'not an API error answer');
+        const msg = `mayfly: ${method} ${url}: ${res.status}${init.code === undefined ? '' : ' ' + init.code}: ${text} (request ${init.requestId ?? '-'})`;
+        // Gone: any 401 on a call made with the inbox's cookies (every call but
+        // creation), or 404 MAILBOX_NOT_FOUND on select.
+        const creation = method === 'POST' && route === '/mailboxes';
+        const select = method === 'POST' && route.endsWith('/select');
+        if ((res.status === 401 && !creation) || (select && res.status === 404 && init.code === 'MAILBOX_NOT_FOUND')) {
+            this.#gone = new errors_js_1.InboxGoneError(`mayfly: inbox expired or deleted: ${msg}`, init);
+            this.#jar.clear();
+            return this.#gone;
+        }
+        if (res.status === 429 && init.code !== undefined && errors_js_1.CREATION_LIMIT_CODES.has(init.code))
+            return new errors_js_1.CreationLimitError(msg, init);
+        if (res.status === 429)
+            return new errors_js_1.RateLimitedError(msg, init);
+        if (res.status === 401)
+            return new errors_js_1.SessionInvalidError(msg, init);
+        return new errors_js_1.MayflyError(msg, init);
+    }
+}
+exports.Inbox = Inbox;
+/** A transport failure (no HTTP answer); refused says nothing was sent. */
+class NetworkError extends errors_js_1.MayflyError {
+    refused;
+    constructor(method, url, cause, refused) {
+        super(`mayfly: ${method} ${url}: ${refused ? 'connection refused' : 'no answer'} (${detail(cause)})`, { cause });
+        this.name = 'MayflyError';
+        this.refused = refused;
+    }
+}
+/** The most telling text of a transport error: the innermost cause's ("connect ECONNREFUSED 127.0.0.1:8080"). */
+function detail(err) {
+    let out = '';
+    for (let e = err, i = 0; e !== undefined && e !== null && i < 6; e = e.cause, i++) {
+        const errors = e.errors; // AggregateError of several addresses
+        const inner = Array.isArray(errors) && errors.length > 0 ? errors[0] : e;
+        const msg = String(inner.message ?? inner);
+        const code = inner.code;
+        if (msg !== '' && msg !== 'fetch failed')
+            out = msg;
+        else if (typeof code === 'string')
+            out = code;
+    }
+    return out || String(err);
+}
+/**
+ * What a running wait met, for its errors: whether its attempts fail at the
+ * transport level (and since when; past `after` ms it aborts the wait with
+ * UnreachableError), the subjects of the new messages that did not match,
+ * how many matched.
+ */
+class Watch {
+    signal;
+    abort;
+    failingSince;
+    lastError;
+    arrived = [];
+    got = 0;
+    want = 1;
+    #base;
+    #after;
+    #timer;
+    constructor(base, after) {
+        this.#base = base;
+        this.#after = after;
+    }
+    ok() {
+        this.failingSince = undefined;
+        clearTimeout(this.#timer);
+        this.#timer = undefined;
+    }
+    fail(err) {
+        this.lastError = err.message.replace(/^mayfly: /, '');
+        if (this.failingSince !== undefined)
+            return;
+        const since = Date.now();
+        this.failingSince = since;
+        if (this.#after < MAX_TIMER) {
+            this.#timer = setTimeout(() => {
+                if (this.failingSince !== since)
+                    return;
+                const s = ((Date.now() - since) / 1000).toFixed(1);
+                this.abort?.(new errors_js_1.UnreachableError(`mayfly: the service at ${this.#base} has been unreachable for ${s} s: every attempt failed (last error: ${this.lastError})`, Date.now() - since));
+            }, this.#after);
+        }
+    }
+    close() {
+        clearTimeout(this.#timer);
+    }
+    /** Why nothing matched: the service unreachable, messages that did not match, or none at all. */
+    /** That the service is unreachable now, since when and the last error; undefined when the last attempt got an answer. */
+    unreachable() {
+        if (this.failingSince === undefined)
+            return undefined;
+        return `the service at ${this.#base} has been unreachable for ${((Date.now() - this.failingSince) / 1000).toFixed(1)} s (last error: ${this.lastError})`;
+    }
+    explain() {
+        const u = this.unreachable();
+        if (u !== undefined)
+            return u;
+        const n = this.arrived.length;
+        if (n > 0)
+            return `${n} message${n === 1 ? '' : 's'} arrived, none matched (first: ${JSON.stringify(this.arrived[0])})`;
+        return this.got > 0 ? 'no other message arrived' : 'no message arrived';
+    }
+}
+function refused(err) {
+    for (let e = err, i = 0; e !== undefined && e !== null && i < 5; e = e.cause, i++) {
+        const code = e.code;
+        if (code === 'ECONNREFUSED')
+            return true;
+        const errors = e.errors; // AggregateError of several addresses
+        if (Array.isArray(errors) && errors.length > 0 && errors.every((x) => x.code === 'ECONNREFUSED'))
+            return true;
+    }
+    return false;
+}
+/** The wait before the next attempt per the contract's retry table, or undefined: not retried. */
+function retryWait(err, kind, attempt, o) {
+    if (err instanceof NetworkError) {
+        if (err.refused || kind === 'safe')
+            return backoff(attempt, o.baseDelay, o.maxDelay);
+        return undefined;
+    }
+    if (!(err instanceof errors_js_1.MayflyError) || err instanceof errors_js_1.InboxGoneError || err instanceof errors_js_1.CreationLimitError)
+        return undefined;
+    const jitter = Math.random() * 250;
+    // Any 429 but a creation limit (handled above) is the request rate, with a code or without.
+    if (err.status === 429 || (err.status === 503 && err.code === 'REQUEST_PROTECTION')) {
+        const ra = (err.retryAfter ?? 1) * 1000;
+        return ra > o.maxRetryAfter ? undefined : ra + jitter; // a longer Retry-After is not waited: the error is returned
+    }
+    if (kind === 'safe' && (err.status === 500 || err.status === 503)) {
+        const b = backoff(attempt, o.baseDelay, o.maxDelay);
+        const ra = (err.retryAfter ?? 0) * 1000;
+        return ra > b && ra <= o.maxRetryAfter ? ra : b;
+    }
+    return undefined;
+}
+/** Transient: what a wait or a stream outlives (the network, 5xx, the request rate). */
+function transient(err) {
+    if (err instanceof errors_js_1.InboxGoneError || err instanceof errors_js_1.CreationLimitError || err instanceof errors_js_1.UnreachableError)
+        return false;
+    if (err instanceof NetworkError)
+        return true;
+    if (err instanceof errors_js_1.MayflyError)
+        return err.status === undefined || err.status === 429 || err.status >= 500;
+    return true; // a stream's read error
+}
+/** Full jitter over 2^(attempt-1)·base, capped. */
+function backoff(attempt, base, cap) {
+    const ceiling = Math.min(cap, base * 2 ** Math.min(attempt - 1, 20));
+    return Math.random() * ceiling;
+}
+function sleep(ms, signal) {
+    return new Promise((resolve, reject) => {
+        if (signal?.aborted)
+            return reject(signal.reason);
+        const t = setTimeout(() => {
+            signal?.removeEventListener('abort', onAbort);
+            resolve();
+        }, ms);
+        const onAbort = () => {
+            clearTimeout(t);
+            reject(signal?.reason);
+        };
+        signal?.addEventListener('abort', onAbort, { once: true });
+    });
+}
+/** The service ended the stream: a newer stream on the same inbox took over. */
+class StreamReplaced extends errors_js_1.MayflyError {
+    constructor() {
+        super('mayfly: the service ended the event stream: another client opened one on this inbox (one stream per inbox)');
+        this.name = 'MayflyError';
+    }
+}
+/** One open event stream: yields the message summaries of message.received events (undefined for any other line). */
+class Stream {
+    #body;
+    #idle;
+    #ctl;
+    #done;
+    constructor(body, idle, ctl, done) {
+        this.#body = body;
+        this.#idle = idle;
+        this.#ctl = ctl;
+        this.#done = done;
+    }
+    async *events() {
+        const reader = this.#body.getReader();
+        const decoder = new TextDecoder();
+        let replaced = false;
+        const parser = new sse_js_1.SSEParser({
+            onComment: (text) => {
+                if (text.trimStart().startsWith(REPLACED_COMMENT))
+                    replaced = true;
+            },
+        });
+        let timer = setTimeout(() => this.#ctl.abort(new errors_js_1.MayflyError('mayfly: the event stream went silent')), this.#idle);
+        try {
+            for (;;) {
+                const { done, value } = await reader.read();
+                if (done)
+                    return;
+                clearTimeout(timer);
+                timer = setTimeout(() => this.#ctl.abort(new errors_js_1.MayflyError('mayfly: the event stream went silent')), this.#idle);
+                const evs = parser.push(decoder.decode(value, { stream: true }));
+                yield undefined;
+                for (const ev of evs) {
+                    if (ev.event !== 'message.received')
+                        continue;
+                    let m;
+                    try {
+                        m = JSON.parse(ev.data);
+                    }
+                    catch {
+                        m = undefined;
+                    }
+                    if (m && typeof m.id === 'string' && m.id !== '')
+                        yield m;
+                }
+                if (replaced)
+                    throw new StreamReplaced();
+            }
+        }
+        finally {
+            clearTimeout(timer);
+            reader.releaseLock();
+        }
+    }
+    close() {
+        this.#done();
+    }
+}

@@ -1,0 +1,134 @@
+"use strict";
+// The error classes. Every error the client throws for the API is a
+// MayflyError or a subclass; cancellation throws the AbortSignal's reason
+// (an AbortError DOMException unless the caller chose another), as fetch does.
+Object.defineProperty(exports, "__esModule", { value: true });
+exports.CREATION_LIMIT_CODES = exports.UnexpectedMessageError = exports.UnreachableError = exports.InboxGoneError = exports.SessionInvalidError = exports.StreamBusyError = exports.WaitTimeoutError = exports.RateLimitedError = exports.CreationLimitError = exports.MayflyError = void 0;
+exports.parseRetryAfter = parseRetryAfter;
+/** The base of every error of the client: an API error answer or a client-side failure. */
+class MayflyError extends Error {
+    /** The HTTP status; undefined when no answer was read (a network error, a local check). */
+    status;
+    /** The stable error code (`error.code`), e.g. `MAILBOX_SESSION_INVALID`. */
+    code;
+    requestId;
+    details;
+    /** Seconds the service asked to wait before trying again (Retry-After), if it said. */
+    retryAfter;
+    constructor(message, init = {}) {
+        super(message, init.cause === undefined ? undefined : { cause: init.cause });
+        this.name = 'MayflyError';
+        this.status = init.status;
+        this.code = init.code;
+        this.requestId = init.requestId;
+        this.details = init.details;
+        this.retryAfter = init.retryAfter;
+    }
+}
+exports.MayflyError = MayflyError;
+/** A creation limit (per-IP windows, active inboxes, global): never retried; retryAfter says how long to wait. */
+class CreationLimitError extends MayflyError {
+    constructor(message, init = {}) {
+        super(message, init);
+        this.name = 'CreationLimitError';
+    }
+}
+exports.CreationLimitError = CreationLimitError;
+/** The request rate (429 RATE_LIMITED) still refused the call after every attempt. */
+class RateLimitedError extends MayflyError {
+    constructor(message, init = {}) {
+        super(message, init);
+        this.name = 'RateLimitedError';
+    }
+}
+exports.RateLimitedError = RateLimitedError;
+/**
+ * A wait's own timeout (waitForMessage, waitForMessages, events) passed. The
+ * message says why nothing matched: the server unreachable (the last
+ * transport error and for how long), N messages arrived and none matched (the
+ * first one's subject), or no message arrived.
+ */
+class WaitTimeoutError extends MayflyError {
+    constructor(message, init = {}) {
+        super(message, init);
+        this.name = 'WaitTimeoutError';
+    }
+}
+exports.WaitTimeoutError = WaitTimeoutError;
+/** A second event stream (events() or waitForMessage) on one Inbox while one runs. */
+class StreamBusyError extends MayflyError {
+    constructor(message = 'mayfly: an event stream of this inbox is already open') {
+        super(message);
+        this.name = 'StreamBusyError';
+    }
+}
+exports.StreamBusyError = StreamBusyError;
+/**
+ * The service no longer accepts a session: a 401. On a call made without an
+ * inbox's cookies (creation) it is this class; any 401 on a call made with
+ * them means the inbox is gone: InboxGoneError, a subclass.
+ */
+class SessionInvalidError extends MayflyError {
+    constructor(message = 'mayfly: session invalid', init = {}) {
+        super(message, init);
+        this.name = 'SessionInvalidError';
+    }
+}
+exports.SessionInvalidError = SessionInvalidError;
+/**
+ * The inbox expired, was deleted (by this client or otherwise) or its session
+ * was revoked: any 401 on a call made with the inbox's cookies, or 404
+ * MAILBOX_NOT_FOUND on select. It cannot be recovered: create a new inbox.
+ * From then on every method but delete() throws it without sending a request.
+ * A SessionInvalidError too (the same in the three clients).
+ */
+class InboxGoneError extends SessionInvalidError {
+    constructor(message = 'mayfly: inbox expired or deleted', init = {}) {
+        super(message, init);
+        this.name = 'InboxGoneError';
+    }
+}
+exports.InboxGoneError = InboxGoneError;
+/**
+ * Every attempt of a wait (or of an event stream) failed at the transport
+ * level (connection refused or reset, no answer) for the client's
+ * unreachableAfter (10 s) in a row: the wait ends early with this error,
+ * naming the URL and the last transport error.
+ */
+class UnreachableError extends MayflyError {
+    /** How long, in milliseconds, every attempt had failed. */
+    unreachableFor;
+    constructor(message, unreachableFor, init = {}) {
+        super(message, init);
+        this.name = 'UnreachableError';
+        this.unreachableFor = unreachableFor;
+    }
+}
+exports.UnreachableError = UnreachableError;
+/** expectNoMessage() saw a matching message within its window; `received` is that message. */
+class UnexpectedMessageError extends MayflyError {
+    received;
+    constructor(message, received) {
+        super(message);
+        this.name = 'UnexpectedMessageError';
+        this.received = received;
+    }
+}
+exports.UnexpectedMessageError = UnexpectedMessageError;
+exports.CREATION_LIMIT_CODES = new Set([
+    'CREATION_RATE_LIMITED',
+    'ACTIVE_INBOX_LIMIT',
+    'GLOBAL_CREATION_LIMIT',
+]);
+/** Retry-After as seconds: delta-seconds or an HTTP date. */
+function parseRetryAfter(value, now = Date.now()) {
+    const v = (value ?? '').trim();
+    if (v === '')
+        return undefined;
+    if (/^\d+$/.test(v))
+        return Number(v);
+    const t = Date.parse(v);
+    if (Number.isNaN(t) || t <= now)
+        return undefined;
+    return (t - now) / 1000;
+}

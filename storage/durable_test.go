@@ -318,3 +318,29 @@ func moveSlot(t *testing.T, c *storagetest.Cluster, primaries []string, slot, fr
 		c.Redis(a, "CLUSTER", "SETSLOT", slot, "NODE", toID)
 	}
 }
+
+// Only the delivery script's own "no mailbox" ({0}) is a permanent
+// ErrMailboxNotFound (550 5.1.1, the sender bounces the mail). Any other
+// reply that is not a delivery (a script changed under us, a proxy's
+// rewrite) is ErrUnavailable: the sender retries instead of bouncing.
+func TestDeliverMalformedReplyIsTemporary(t *testing.T) {
+	f := newFixture(t, storage.Config{})
+	m, _, _ := f.open(t, 10*time.Minute)
+	ctx := ctxT(t)
+	for _, c := range []struct {
+		script string
+		want   error
+	}{
+		{"return {0, node_id()}", storage.ErrMailboxNotFound},
+		{"return {3, '1-0', 'x', node_id()}", storage.ErrUnavailable},
+		{"return {1, '1-0', node_id()}", storage.ErrUnavailable},
+		{"return {0, 'extra', node_id()}", storage.ErrUnavailable},
+		{"return {'1', '1-0', 'x', node_id()}", storage.ErrUnavailable},
+	} {
+		storage.SetDeliverScript(f.store, c.script)
+		_, err := f.store.Deliver(ctx, m.Address, keyedMessage("x"))
+		if !errors.Is(err, c.want) || (c.want == storage.ErrUnavailable && errors.Is(err, storage.ErrMailboxNotFound)) {
+			t.Errorf("script %q: Deliver = %v, want %v", c.script, err, c.want)
+		}
+	}
+}

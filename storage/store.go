@@ -528,14 +528,25 @@ func (s *Store) Deliver(ctx context.Context, address string, m NewMessage) (Summ
 		// answer either: it must not become a permanent 550.
 		return Summary{}, err
 	}
-	code, _ := res[0].AsInt64()
-	if (code != 1 && code != 2) || len(res) != 3 {
+	// Only the script's own "no mailbox", {0}, is permanent (550 5.1.1: the
+	// sender bounces the mail). Any other reply the script never gives is a
+	// temporary failure: the sender retries.
+	code, err := res[0].ToInt64()
+	if err == nil && code == 0 && len(res) == 1 {
 		return Summary{}, ErrMailboxNotFound
 	}
-	sid, _ := res[1].ToString()
+	sid, serr := "", error(nil)
+	if len(res) == 3 {
+		sid, serr = res[1].ToString()
+	}
+	if err != nil || (code != 1 && code != 2) || len(res) != 3 || serr != nil || sid == "" {
+		return Summary{}, unavailable("deliver", fmt.Errorf("unexpected reply %v", res))
+	}
 	if code == 2 {
 		ids, _ := res[2].ToString()
-		id, _ = uuid.Parse(ids)
+		if id, err = uuid.Parse(ids); err != nil {
+			return Summary{}, unavailable("deliver", fmt.Errorf("duplicate of %q: %w", ids, err))
+		}
 	}
 	return Summary{ID: id, From: m.From, Subject: m.Subject, Status: m.Status, StreamID: sid, ReceivedAt: streamTime(sid), Duplicate: code == 2}, nil
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"slices"
 	"strconv"
@@ -75,7 +76,13 @@ func (s *Store) exec(ctx context.Context, op string, sc durableScript, keys, arg
 		return b.Eval().Script(sc.src).Numkeys(n).Key(keys...).Arg(args...).Build()
 	}
 	first := evalsha() // a command is recycled once sent: every attempt builds its own
-	need, owner := s.replicasFor(ctx, first.Slot())
+	need, owner, err := s.replicasFor(ctx, first.Slot())
+	if err != nil {
+		// How many replicas to wait for cannot be known: the write is not
+		// made, rather than acknowledged on a guess (451, the sender retries).
+		s.stats.refused.Add(1)
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
 	if need <= 0 {
 		res := s.client.Do(ctx, first)
 		if err, ok := rueidis.IsRedisErr(res.Error()); ok && err.IsNoScript() {
@@ -218,6 +225,9 @@ type WriteStats struct {
 	// Redirected: the script was answered MOVED or ASK and sent again to
 	// the node named.
 	Redirected int64
+	// ViewRefreshFailures: reads of the replica view (CLUSTER INFO and
+	// CLUSTER NODES) that failed, in the background or before a write.
+	ViewRefreshFailures int64
 }
 
 type writeStats struct {
@@ -229,41 +239,58 @@ func (s *Store) WriteStats() WriteStats {
 	return WriteStats{
 		AckedWaited: s.stats.ackedWaited.Load(), AckedNoWait: s.stats.ackedNoWait.Load(),
 		Refused: s.stats.refused.Load(), Redirected: s.stats.redirected.Load(),
+		ViewRefreshFailures: s.topo.failures.Load(),
 	}
 }
 
 // replicasFor is how many replicas must acknowledge a write to slot, and
 // the id of the slot's primary as far as we know ("" on a standalone
-// server): Config.MinReplicas when set, else (auto) 1 when the cluster lists
-// a replica of the slot's primary that it has not marked failed, and 0 when
-// it lists none (standalone Redis, a cluster without replicas, or a primary
-// whose every replica the majority of primaries agreed is dead).
+// server): (auto) every replica of the slot's primary that the cluster
+// lists and has not marked failed, 0 when it lists none (standalone Redis, a
+// cluster without replicas, or a primary whose every replica the majority of
+// primaries agreed is dead); with Config.MinReplicas set, at least that many.
+//
+// Every one, not one: WAIT n counts any n replicas, and the majority may
+// promote one that is not among them. With replicas R1 and R2 and the
+// partition {primary, R2} | {R1, the majority}, WAIT 1 is answered by R2
+// while R1 is promoted; WAIT 2 fails until the cut primary stops taking
+// writes (it answers CLUSTERDOWN once it cannot reach a majority, within
+// the node timeout, before the majority can flag R2 failed and so lower
+// the count). The drill with 2 replicas per primary checks it.
 //
 // A replica that lags, or that its primary cannot reach, still counts: that
 // is what a partition looks like from the primary's side, and exactly when
 // a write must not be acknowledged without it.
-func (s *Store) replicasFor(ctx context.Context, slot uint16) (int, string) {
+//
+// Errors: ErrUnavailable when the view is needed and cannot be read.
+func (s *Store) replicasFor(ctx context.Context, slot uint16) (int, string, error) {
 	if s.cfg.MinReplicas < 0 {
-		return 0, ""
+		return 0, "", nil
 	}
-	n, owner := s.topo.replicas(ctx, s.client, slot)
-	if s.cfg.MinReplicas > 0 {
-		return s.cfg.MinReplicas, owner
+	n, owner, err := s.topo.replicas(ctx, s.client, slot)
+	if err != nil {
+		return 0, "", err
 	}
-	return min(1, n), owner
+	return max(s.cfg.MinReplicas, n), owner, nil
 }
 
 // topology caches, per slot, how many replicas its primary has and which
 // node that primary is, from CLUSTER NODES: every replica counts unless
 // flagged "fail" (the FAIL flag needs the agreement of a majority of
 // primaries, so a minority partition cannot raise it; PFAIL, one node's
-// suspicion, does not count). It is refreshed in the background at most
-// once per topologyTTL, and at once after a failed write; only the first
-// call of a process waits for it.
+// suspicion, does not count). A view older than topologyTTL, or marked
+// stale after a failed write, is read again: in the background when it asks
+// for a WAIT (the WAIT fences the write whatever the view's age), before the
+// write when it would skip the WAIT (it may predate a replica's return).
 type topology struct {
 	view       atomic.Pointer[topologyView]
+	dirty      atomic.Bool // stale() since the view was read
 	refreshing atomic.Bool
-	first      sync.Once
+	mu         sync.Mutex // one refresh before a write at a time
+	failures   atomic.Int64
+	log        *slog.Logger
+	loggedAt   atomic.Int64 // unix ns of the last failure logged
+	logged     atomic.Int64 // failures counted when it was
 }
 
 type topologyView struct {
@@ -275,13 +302,13 @@ type topologyView struct {
 
 const topologyTTL = time.Second
 
-// stale makes the next call refresh the view.
-func (t *topology) stale() {
-	if v := t.view.Load(); v != nil {
-		cp := *v
-		cp.at = time.Time{}
-		t.view.Store(&cp)
-	}
+// stale makes the next call refresh the view. It is called on every
+// refused write, so it only sets a flag: no copy of the view.
+func (t *topology) stale() { t.dirty.Store(true) }
+
+// expired: v must be read again before it is trusted to skip a WAIT.
+func (t *topology) expired(v *topologyView) bool {
+	return v == nil || t.dirty.Load() || time.Since(v.at) > topologyTTL
 }
 
 // addr is the address of the primary with id in the current view, or "".
@@ -292,43 +319,77 @@ func (t *topology) addr(id string) string {
 	return ""
 }
 
-func (t *topology) replicas(ctx context.Context, c rueidis.Client, slot uint16) (int, string) {
-	t.first.Do(func() { t.refresh(ctx, c) })
+// replicas is the count and owner of slot in a view fresh enough for the
+// decision it makes; an error when it would skip the WAIT and cannot be
+// read again (ErrUnavailable).
+func (t *topology) replicas(ctx context.Context, c rueidis.Client, slot uint16) (int, string, error) {
 	v := t.view.Load()
-	if v == nil || time.Since(v.at) > topologyTTL {
-		if t.refreshing.CompareAndSwap(false, true) {
-			go func() {
-				defer t.refreshing.Store(false)
-				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-				defer cancel()
-				t.refresh(ctx, c)
-			}()
+	if t.expired(v) {
+		if v != nil && int(slot) < len(v.counts) && v.counts[slot] > 0 {
+			t.refreshInBackground(c)
+		} else {
+			var err error
+			if v, err = t.refreshNow(ctx, c, v); err != nil {
+				return 0, "", fmt.Errorf("%w: replica view unknown: %w", ErrUnavailable, err)
+			}
 		}
 	}
-	if v == nil || int(slot) >= len(v.counts) {
-		return 0, ""
+	if int(slot) >= len(v.counts) { // a standalone client's commands have no slot
+		return 0, "", nil
 	}
-	return int(v.counts[slot]), v.owners[slot]
+	return int(v.counts[slot]), v.owners[slot], nil
 }
 
-// refresh rebuilds the view. A server that is not a cluster answers CLUSTER
-// NODES with an error: it has no replica we could wait for (a standalone
-// server's replicas are not Mayfly's failover path), so every slot counts 0.
-// On any other failure the previous view stays.
+func (t *topology) refreshInBackground(c rueidis.Client) {
+	if t.refreshing.CompareAndSwap(false, true) {
+		go func() {
+			defer t.refreshing.Store(false)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			_ = t.refresh(ctx, c)
+		}()
+	}
+}
+
+// refreshNow reads the view before a write, unless another call did since
+// the caller loaded seen; one read at a time.
+func (t *topology) refreshNow(ctx context.Context, c rueidis.Client, seen *topologyView) (*topologyView, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if v := t.view.Load(); v != seen && !t.expired(v) {
+		return v, nil
+	}
+	if err := t.refresh(ctx, c); err != nil {
+		return nil, err
+	}
+	return t.view.Load(), nil
+}
+
+// refresh rebuilds the view. A server that is not a cluster ("ERR This
+// instance has cluster support disabled") has no replica we could wait for
+// (a standalone server's replicas are not Mayfly's failover path), so every
+// slot counts 0. Any other failure (a transport error, -NOPERM from an ACL
+// that denies CLUSTER INFO or NODES, -BUSY, -LOADING) says nothing about the
+// replicas: the previous view stays, still due for a refresh, and the
+// failure is counted and logged.
 //
 // A primary's count is the larger of the cluster's view and its own INFO
 // replication (every replica line, whatever its state or lag, but for those
 // the cluster flagged fail): a replica just attached is known to its
 // primary before every other node has heard of its new role (seen while
 // resharding: 508 deliveries acknowledged without WAIT in one drill run).
-func (t *topology) refresh(ctx context.Context, c rueidis.Client) {
+func (t *topology) refresh(ctx context.Context, c rueidis.Client) error {
+	t.dirty.Store(false) // a stale() from here on asks again
 	v := &topologyView{at: time.Now()}
 	text, err := clusterNodes(ctx, c)
+	if errors.Is(err, errStandalone) {
+		t.view.Store(v)
+		return nil
+	}
 	if err != nil {
-		if _, ok := rueidis.IsRedisErr(err); ok {
-			t.view.Store(v)
-		}
-		return
+		t.dirty.Store(true)
+		t.failed(err)
+		return err
 	}
 	// RESP3 answers a verbatim string; rueidis keeps its "txt:" format prefix.
 	addrs, failed := parseClusterNodes(strings.TrimPrefix(text, "txt:"), v)
@@ -351,6 +412,23 @@ func (t *topology) refresh(ctx context.Context, c rueidis.Client) {
 		}
 	}
 	t.view.Store(v)
+	return nil
+}
+
+// failed counts a failed refresh and logs it: the first, then at most one
+// line every 10 s with the failures since the last.
+func (t *topology) failed(err error) {
+	n := t.failures.Add(1)
+	now := time.Now().UnixNano()
+	last := t.loggedAt.Load()
+	if last != 0 && now-last < int64(10*time.Second) || !t.loggedAt.CompareAndSwap(last, now) {
+		return
+	}
+	since := n - t.logged.Swap(n)
+	if t.log != nil {
+		t.log.Error("redis replica view unreadable: writes that would skip the WAIT are refused (451/503)",
+			"err", err, "failures", since)
+	}
 }
 
 // listedReplicas counts the lines "slaveN:ip=…,port=…,state=…" of INFO
@@ -379,10 +457,15 @@ func listedReplicas(info string, failed map[string]bool) uint8 {
 	return n
 }
 
+// errStandalone: the server is not a cluster.
+var errStandalone = errors.New("storage: cluster support disabled")
+
 // clusterNodes reads CLUSTER NODES from a node that reports cluster_state:ok,
 // trying up to 3 in random order: a primary cut off in a minority still
 // names itself the owner of its slots, but reports cluster_state:fail once
-// it knows it is cut off. With none ok, the last view read.
+// it knows it is cut off. With none ok, the last view read. Only "cluster
+// support disabled" means standalone (errStandalone); any other error
+// tries the next node, and with none left is the answer.
 func clusterNodes(ctx context.Context, c rueidis.Client) (string, error) {
 	var text string
 	err := errors.New("no redis node known")
@@ -395,8 +478,8 @@ func clusterNodes(ctx context.Context, c rueidis.Client) (string, error) {
 		info, err1 := res[0].ToString()
 		nodes, err2 := res[1].ToString()
 		if err = errors.Join(err1, err2); err != nil {
-			if _, ok := rueidis.IsRedisErr(err1); ok {
-				return "", err1 // not a cluster
+			if re, ok := rueidis.IsRedisErr(err1); ok && strings.Contains(re.Error(), "cluster support disabled") {
+				return "", errStandalone
 			}
 			continue
 		}

@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -20,14 +21,18 @@ type Config struct {
 	MaxMessageBytes int    // stored bytes of one message (from, subject, bodies); default 2 MiB
 	MaxSessions     int    // sessions per mailbox, oldest revoked first; default 16
 	// MinReplicas is how many replicas must acknowledge a delivery or a
-	// creation before it is reported done: 0 (the default) means auto, 1
-	// when the cluster lists a replica of the slot's primary that it has not
+	// creation before it is reported done: 0 (the default) means auto,
+	// every replica of the slot's primary that the cluster lists and has not
 	// marked failed (however far it lags, or whether its primary reaches
-	// it), none when it lists none; a negative value never waits.
+	// it), none when it lists none; N > 0 means that many at least (and
+	// every listed one when there are more); a negative value never waits.
 	MinReplicas int
 	// ReplicaTimeout bounds that wait; past it the write is reported as
 	// ErrNotReplicated. Default 200 ms.
 	ReplicaTimeout time.Duration
+	// Logger gets the failures to read the replica view (rate-limited);
+	// nil logs nothing.
+	Logger *slog.Logger
 }
 
 // Defaults returns the documented defaults.
@@ -70,7 +75,9 @@ type Store struct {
 // New returns a Store on client.
 func New(client rueidis.Client, cfg Config) *Store {
 	cfg = cfg.withDefaults()
-	return &Store{client: client, cfg: cfg, keys: keys{prefix: cfg.KeyPrefix}, scripts: loadScripts()}
+	s := &Store{client: client, cfg: cfg, keys: keys{prefix: cfg.KeyPrefix}, scripts: loadScripts()}
+	s.topo.log = cfg.Logger
+	return s
 }
 
 // Config returns the effective configuration.

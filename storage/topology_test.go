@@ -39,3 +39,16 @@ c1 127.0.0.1:7003@17003 master - 0 0 3 connected 200-16383
 		t.Errorf("listedReplicas = %d, want 1", got)
 	}
 }
+
+// Marking the view stale (every refused write does) copies nothing: the
+// view is about 272 KiB.
+func TestStaleDoesNotCopyTheView(t *testing.T) {
+	var tp topology
+	tp.view.Store(&topologyView{})
+	if allocs := testing.AllocsPerRun(100, tp.stale); allocs != 0 {
+		t.Errorf("stale() allocates %v times, want 0", allocs)
+	}
+	if !tp.expired(tp.view.Load()) {
+		t.Error("the view is not expired after stale()")
+	}
+}

@@ -306,6 +306,11 @@ type topologyView struct {
 
 const topologyTTL = time.Second
 
+// viewNodeTimeout bounds each node's answer while the view is read: a
+// stalled node (DEBUG SLEEP, SIGSTOP) must not hold a write that waits for
+// the view for the whole of its budget; the next node is asked instead.
+const viewNodeTimeout = 500 * time.Millisecond
+
 // stale makes the next call refresh the view. It is called on every
 // refused write, so it only sets a flag: no copy of the view.
 func (t *topology) stale() { t.dirty.Store(true) }
@@ -408,7 +413,9 @@ func (t *topology) refresh(ctx context.Context, c rueidis.Client) error {
 		if !ok {
 			continue
 		}
-		info, err := node.Do(ctx, node.B().Info().Section("replication").Build()).ToString()
+		nctx, cancel := context.WithTimeout(ctx, viewNodeTimeout)
+		info, err := node.Do(nctx, node.B().Info().Section("replication").Build()).ToString()
+		cancel()
 		if err == nil {
 			own[id] = listedReplicas(info, failed)
 		}
@@ -497,7 +504,9 @@ func clusterNodes(ctx context.Context, c rueidis.Client) (string, error) {
 		if tried++; tried > 3 {
 			break
 		}
-		res := n.DoMulti(ctx, n.B().ClusterInfo().Build(), n.B().ClusterNodes().Build())
+		nctx, cancel := context.WithTimeout(ctx, viewNodeTimeout)
+		res := n.DoMulti(nctx, n.B().ClusterInfo().Build(), n.B().ClusterNodes().Build())
+		cancel()
 		info, err1 := res[0].ToString()
 		nodes, err2 := res[1].ToString()
 		if err = errors.Join(err1, err2); err != nil {

@@ -387,7 +387,7 @@ func (t *topology) refreshNow(ctx context.Context, c rueidis.Client, seen *topol
 //
 // A primary's count is the larger of the cluster's view and its own INFO
 // replication (every replica line, whatever its state or lag, but for those
-// the cluster flagged fail): a replica just attached is known to its
+// the cluster flagged fail that have gone silent; see listedReplicas): a replica just attached is known to its
 // primary before every other node has heard of its new role (seen while
 // resharding: 508 deliveries acknowledged without WAIT in one drill run).
 func (t *topology) refresh(ctx context.Context, c rueidis.Client) error {
@@ -440,7 +440,7 @@ func (t *topology) failed(err error) {
 	}
 	since := n - t.logged.Swap(n)
 	if t.log != nil {
-		t.log.Error("redis replica view unreadable: writes that would skip the WAIT are refused (451/503)",
+		t.log.Error("redis replica view unreadable: writes are refused (451/503) but for those the last view read asks a WAIT for",
 			"err", err, "failures", since)
 	}
 }

@@ -3,7 +3,8 @@
 # tests and local runs. Nothing is saved to disk that outlives `down`.
 #
 # MAYFLY_CLUSTER_REPLICAS (default 0) gives each primary that many replicas
-# (deploy/topology.sh uses 1); MAYFLY_CLUSTER_NODE_TIMEOUT (ms, default 5000)
+# (deploy/topology.sh uses 1 unless it is set; 2 runs the two-replica
+# partition drill); MAYFLY_CLUSTER_NODE_TIMEOUT (ms, default 5000)
 # is cluster-node-timeout, how long a node may be silent before it is failed
 # over. MAYFLY_CLUSTER_CGROUP, a directory in the cgroup v2 hierarchy (root
 # only), starts each node in a cgroup of its own, $MAYFLY_CLUSTER_CGROUP/

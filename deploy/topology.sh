@@ -15,7 +15,8 @@
 #            MAYFLY_RUN_PROFILE=spec), prints the addresses and a quick start,
 #            and tears it all down on Ctrl-C (make cluster-demo).
 #
-# MAYFLY_BIN names the binary (default: make build, then bin/mayfly);
+# MAYFLY_CLUSTER_REPLICAS (default 1) gives each primary that many replicas
+# (the two-replica partition drill runs 2). MAYFLY_BIN names the binary (default: make build, then bin/mayfly);
 # MAYFLY_HAPROXY_CFG another haproxy configuration (default:
 # deploy/haproxy/haproxy.cfg; the flood drill compares against an old one).
 # The MAYFLY_LB_* limits of haproxy.cfg come from the environment too. Any
@@ -142,7 +143,7 @@ cmd_up() {
 	trap 'exit 143' TERM
 
 	local addrs lb_http lb_smtp pid i
-	addrs=$(MAYFLY_CLUSTER_DIR=$dir/redis MAYFLY_CLUSTER_REPLICAS=1 MAYFLY_CLUSTER_NODE_TIMEOUT=2000 \
+	addrs=$(MAYFLY_CLUSTER_DIR=$dir/redis MAYFLY_CLUSTER_REPLICAS=${MAYFLY_CLUSTER_REPLICAS:-1} MAYFLY_CLUSTER_NODE_TIMEOUT=2000 \
 		bash "$here/cluster.sh" up)
 	printf 'REDIS_ADDRS=%s\n' "$addrs" >>"$dir/topology.env"
 

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"slices"
 	"strconv"
@@ -75,7 +76,13 @@ func (s *Store) exec(ctx context.Context, op string, sc durableScript, keys, arg
 		return b.Eval().Script(sc.src).Numkeys(n).Key(keys...).Arg(args...).Build()
 	}
 	first := evalsha() // a command is recycled once sent: every attempt builds its own
-	need, owner := s.replicasFor(ctx, first.Slot())
+	need, owner, err := s.replicasFor(ctx, first.Slot())
+	if err != nil {
+		// How many replicas to wait for cannot be known: the write is not
+		// made, rather than acknowledged on a guess (451, the sender retries).
+		s.stats.refused.Add(1)
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
 	if need <= 0 {
 		res := s.client.Do(ctx, first)
 		if err, ok := rueidis.IsRedisErr(res.Error()); ok && err.IsNoScript() {
@@ -218,6 +225,9 @@ type WriteStats struct {
 	// Redirected: the script was answered MOVED or ASK and sent again to
 	// the node named.
 	Redirected int64
+	// ViewRefreshFailures: reads of the replica view (CLUSTER INFO and
+	// CLUSTER NODES) that failed, in the background or before a write.
+	ViewRefreshFailures int64
 }
 
 type writeStats struct {
@@ -229,41 +239,62 @@ func (s *Store) WriteStats() WriteStats {
 	return WriteStats{
 		AckedWaited: s.stats.ackedWaited.Load(), AckedNoWait: s.stats.ackedNoWait.Load(),
 		Refused: s.stats.refused.Load(), Redirected: s.stats.redirected.Load(),
+		ViewRefreshFailures: s.topo.failures.Load(),
 	}
 }
 
 // replicasFor is how many replicas must acknowledge a write to slot, and
 // the id of the slot's primary as far as we know ("" on a standalone
-// server): Config.MinReplicas when set, else (auto) 1 when the cluster lists
-// a replica of the slot's primary that it has not marked failed, and 0 when
-// it lists none (standalone Redis, a cluster without replicas, or a primary
-// whose every replica the majority of primaries agreed is dead).
+// server): (auto) every replica of the slot's primary that the view counts
+// (see topology: those not flagged failed, and those flagged failed that
+// still acknowledge the primary), 0 when it counts none (standalone Redis,
+// a cluster without replicas, or a primary whose every replica the majority
+// of primaries agreed is dead and which has gone silent); with
+// Config.MinReplicas set, at least that many.
+//
+// Every one, not one: WAIT n counts any n replicas, and the majority may
+// promote one that is not among them. With replicas R1 and R2 and the
+// partition {primary, R2} | {R1, the majority}, WAIT 1 is answered by R2
+// while R1 is promoted (the drill with 2 replicas per primary lost 363 of
+// 4,810 acknowledged messages that way). Only a replica the majority has
+// not flagged failed can win an election (it needs a majority's votes), so
+// waiting for all of those, and for every one that can answer the WAIT,
+// leaves none that could be promoted without the write.
 //
 // A replica that lags, or that its primary cannot reach, still counts: that
 // is what a partition looks like from the primary's side, and exactly when
 // a write must not be acknowledged without it.
-func (s *Store) replicasFor(ctx context.Context, slot uint16) (int, string) {
+//
+// Errors: ErrUnavailable when the view is needed and cannot be read.
+func (s *Store) replicasFor(ctx context.Context, slot uint16) (int, string, error) {
 	if s.cfg.MinReplicas < 0 {
-		return 0, ""
+		return 0, "", nil
 	}
-	n, owner := s.topo.replicas(ctx, s.client, slot)
-	if s.cfg.MinReplicas > 0 {
-		return s.cfg.MinReplicas, owner
+	n, owner, err := s.topo.replicas(ctx, s.client, slot)
+	if err != nil {
+		return 0, "", err
 	}
-	return min(1, n), owner
+	return max(s.cfg.MinReplicas, n), owner, nil
 }
 
 // topology caches, per slot, how many replicas its primary has and which
 // node that primary is, from CLUSTER NODES: every replica counts unless
 // flagged "fail" (the FAIL flag needs the agreement of a majority of
 // primaries, so a minority partition cannot raise it; PFAIL, one node's
-// suspicion, does not count). It is refreshed in the background at most
-// once per topologyTTL, and at once after a failed write; only the first
-// call of a process waits for it.
+// suspicion, does not count), and from the primary's own INFO replication
+// (see listedReplicas). A view older than topologyTTL, or marked
+// stale after a failed write, is read again: in the background when it asks
+// for a WAIT (the WAIT fences the write whatever the view's age), before the
+// write when it would skip the WAIT (it may predate a replica's return).
 type topology struct {
 	view       atomic.Pointer[topologyView]
+	dirty      atomic.Bool // stale() since the view was read
 	refreshing atomic.Bool
-	first      sync.Once
+	mu         sync.Mutex // one refresh before a write at a time
+	failures   atomic.Int64
+	log        *slog.Logger
+	loggedAt   atomic.Int64 // unix ns of the last failure logged
+	logged     atomic.Int64 // failures counted when it was
 }
 
 type topologyView struct {
@@ -275,13 +306,18 @@ type topologyView struct {
 
 const topologyTTL = time.Second
 
-// stale makes the next call refresh the view.
-func (t *topology) stale() {
-	if v := t.view.Load(); v != nil {
-		cp := *v
-		cp.at = time.Time{}
-		t.view.Store(&cp)
-	}
+// viewNodeTimeout bounds each node's answer while the view is read: a
+// stalled node (DEBUG SLEEP, SIGSTOP) must not hold a write that waits for
+// the view for the whole of its budget; the next node is asked instead.
+const viewNodeTimeout = 500 * time.Millisecond
+
+// stale makes the next call refresh the view. It is called on every
+// refused write, so it only sets a flag: no copy of the view.
+func (t *topology) stale() { t.dirty.Store(true) }
+
+// expired: v must be read again before it is trusted to skip a WAIT.
+func (t *topology) expired(v *topologyView) bool {
+	return v == nil || t.dirty.Load() || time.Since(v.at) > topologyTTL
 }
 
 // addr is the address of the primary with id in the current view, or "".
@@ -292,43 +328,80 @@ func (t *topology) addr(id string) string {
 	return ""
 }
 
-func (t *topology) replicas(ctx context.Context, c rueidis.Client, slot uint16) (int, string) {
-	t.first.Do(func() { t.refresh(ctx, c) })
+// replicas is the count and owner of slot in a view fresh enough for the
+// decision it makes; an error when it would skip the WAIT and cannot be
+// read again (ErrUnavailable).
+func (t *topology) replicas(ctx context.Context, c rueidis.Client, slot uint16) (int, string, error) {
 	v := t.view.Load()
-	if v == nil || time.Since(v.at) > topologyTTL {
-		if t.refreshing.CompareAndSwap(false, true) {
-			go func() {
-				defer t.refreshing.Store(false)
-				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-				defer cancel()
-				t.refresh(ctx, c)
-			}()
+	if t.expired(v) {
+		if v != nil && int(slot) < len(v.counts) && v.counts[slot] > 0 {
+			t.refreshInBackground(c)
+		} else {
+			var err error
+			if v, err = t.refreshNow(ctx, c, v); err != nil {
+				return 0, "", fmt.Errorf("%w: replica view unknown: %w", ErrUnavailable, err)
+			}
 		}
 	}
-	if v == nil || int(slot) >= len(v.counts) {
-		return 0, ""
+	if int(slot) >= len(v.counts) { // a standalone client's commands have no slot
+		return 0, "", nil
 	}
-	return int(v.counts[slot]), v.owners[slot]
+	return int(v.counts[slot]), v.owners[slot], nil
 }
 
-// refresh rebuilds the view. A server that is not a cluster answers CLUSTER
-// NODES with an error: it has no replica we could wait for (a standalone
-// server's replicas are not Mayfly's failover path), so every slot counts 0.
-// On any other failure the previous view stays.
+func (t *topology) refreshInBackground(c rueidis.Client) {
+	if t.refreshing.CompareAndSwap(false, true) {
+		go func() {
+			defer t.refreshing.Store(false)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			_ = t.refresh(ctx, c)
+		}()
+	}
+}
+
+// refreshNow reads the view before a write, unless another call read one
+// since the caller loaded seen: one read at a time, and the writers queued
+// behind it take its result (a view read after they asked), even if a
+// refused write has marked it stale again meanwhile.
+func (t *topology) refreshNow(ctx context.Context, c rueidis.Client, seen *topologyView) (*topologyView, error) {
+	asked := time.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if v := t.view.Load(); v != nil && (v.at.After(asked) || v != seen && !t.expired(v)) {
+		return v, nil
+	}
+	if err := t.refresh(ctx, c); err != nil {
+		return nil, err
+	}
+	return t.view.Load(), nil
+}
+
+// refresh rebuilds the view. A server that is not a cluster ("ERR This
+// instance has cluster support disabled") has no replica we could wait for
+// (a standalone server's replicas are not Mayfly's failover path), so every
+// slot counts 0. Any other failure (a transport error, -NOPERM from an ACL
+// that denies CLUSTER INFO or NODES, -BUSY, -LOADING) says nothing about the
+// replicas: the previous view stays, still due for a refresh, and the
+// failure is counted and logged.
 //
 // A primary's count is the larger of the cluster's view and its own INFO
 // replication (every replica line, whatever its state or lag, but for those
-// the cluster flagged fail): a replica just attached is known to its
+// the cluster flagged fail that have gone silent; see listedReplicas): a replica just attached is known to its
 // primary before every other node has heard of its new role (seen while
 // resharding: 508 deliveries acknowledged without WAIT in one drill run).
-func (t *topology) refresh(ctx context.Context, c rueidis.Client) {
+func (t *topology) refresh(ctx context.Context, c rueidis.Client) error {
+	t.dirty.Store(false) // a stale() from here on asks again
 	v := &topologyView{at: time.Now()}
 	text, err := clusterNodes(ctx, c)
+	if errors.Is(err, errStandalone) {
+		t.view.Store(v)
+		return nil
+	}
 	if err != nil {
-		if _, ok := rueidis.IsRedisErr(err); ok {
-			t.view.Store(v)
-		}
-		return
+		t.dirty.Store(true)
+		t.failed(err)
+		return err
 	}
 	// RESP3 answers a verbatim string; rueidis keeps its "txt:" format prefix.
 	addrs, failed := parseClusterNodes(strings.TrimPrefix(text, "txt:"), v)
@@ -340,7 +413,9 @@ func (t *topology) refresh(ctx context.Context, c rueidis.Client) {
 		if !ok {
 			continue
 		}
-		info, err := node.Do(ctx, node.B().Info().Section("replication").Build()).ToString()
+		nctx, cancel := context.WithTimeout(ctx, viewNodeTimeout)
+		info, err := node.Do(nctx, node.B().Info().Section("replication").Build()).ToString()
+		cancel()
 		if err == nil {
 			own[id] = listedReplicas(info, failed)
 		}
@@ -351,10 +426,37 @@ func (t *topology) refresh(ctx context.Context, c rueidis.Client) {
 		}
 	}
 	t.view.Store(v)
+	return nil
 }
 
-// listedReplicas counts the lines "slaveN:ip=…,port=…,state=…" of INFO
-// replication, whatever their state or lag, but for the addresses in failed.
+// failed counts a failed refresh and logs it: the first, then at most one
+// line every 10 s with the failures since the last.
+func (t *topology) failed(err error) {
+	n := t.failures.Add(1)
+	now := time.Now().UnixNano()
+	last := t.loggedAt.Load()
+	if last != 0 && now-last < int64(10*time.Second) || !t.loggedAt.CompareAndSwap(last, now) {
+		return
+	}
+	since := n - t.logged.Swap(n)
+	if t.log != nil {
+		t.log.Error("redis replica view unreadable: writes are refused (451/503) but for those the last view read asks a WAIT for",
+			"err", err, "failures", since)
+	}
+}
+
+// listedReplicas counts the lines "slaveN:ip=…,port=…,state=…,lag=…" of
+// INFO replication, whatever their state or lag, but for the addresses in
+// failed that have not acknowledged anything for 2 s or more (lag ≥ 2; a
+// live replica acknowledges every second). A replica flagged failed that
+// still acknowledges its primary is on the primary's side of a partition:
+// it can answer a WAIT but cannot be promoted, so it must count, or WAIT n
+// passes on its answer alone while the one the majority promotes has
+// nothing: the majority may flag it before the cut primary notices it is
+// cut off and refuses writes (the two-replica partition drill lost 39 of
+// 6,466 acknowledged messages in one run while flagged replicas never
+// counted). A frozen or dead one stops acknowledging, and stops counting
+// once flagged.
 func listedReplicas(info string, failed map[string]bool) uint8 {
 	var n uint8
 	for line := range strings.Lines(info) {
@@ -363,6 +465,7 @@ func listedReplicas(info string, failed map[string]bool) uint8 {
 			continue
 		}
 		var ip, port string
+		lag := -1
 		for kv := range strings.SplitSeq(val, ",") {
 			key, value, _ := strings.Cut(kv, "=")
 			switch key {
@@ -370,19 +473,29 @@ func listedReplicas(info string, failed map[string]bool) uint8 {
 				ip = value
 			case "port":
 				port = value
+			case "lag":
+				if l, err := strconv.Atoi(value); err == nil {
+					lag = l
+				}
 			}
 		}
-		if !failed[net.JoinHostPort(ip, port)] && n < 255 {
+		silent := lag < 0 || lag >= 2
+		if !(failed[net.JoinHostPort(ip, port)] && silent) && n < 255 {
 			n++
 		}
 	}
 	return n
 }
 
+// errStandalone: the server is not a cluster.
+var errStandalone = errors.New("storage: cluster support disabled")
+
 // clusterNodes reads CLUSTER NODES from a node that reports cluster_state:ok,
 // trying up to 3 in random order: a primary cut off in a minority still
 // names itself the owner of its slots, but reports cluster_state:fail once
-// it knows it is cut off. With none ok, the last view read.
+// it knows it is cut off. With none ok, the last view read. Only "cluster
+// support disabled" means standalone (errStandalone); any other error
+// tries the next node, and with none left is the answer.
 func clusterNodes(ctx context.Context, c rueidis.Client) (string, error) {
 	var text string
 	err := errors.New("no redis node known")
@@ -391,12 +504,14 @@ func clusterNodes(ctx context.Context, c rueidis.Client) (string, error) {
 		if tried++; tried > 3 {
 			break
 		}
-		res := n.DoMulti(ctx, n.B().ClusterInfo().Build(), n.B().ClusterNodes().Build())
+		nctx, cancel := context.WithTimeout(ctx, viewNodeTimeout)
+		res := n.DoMulti(nctx, n.B().ClusterInfo().Build(), n.B().ClusterNodes().Build())
+		cancel()
 		info, err1 := res[0].ToString()
 		nodes, err2 := res[1].ToString()
 		if err = errors.Join(err1, err2); err != nil {
-			if _, ok := rueidis.IsRedisErr(err1); ok {
-				return "", err1 // not a cluster
+			if re, ok := rueidis.IsRedisErr(err1); ok && strings.Contains(re.Error(), "cluster support disabled") {
+				return "", errStandalone
 			}
 			continue
 		}

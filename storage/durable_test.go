@@ -3,6 +3,8 @@ package storage_test
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -316,5 +318,197 @@ func moveSlot(t *testing.T, c *storagetest.Cluster, primaries []string, slot, fr
 	}
 	for _, a := range primaries {
 		c.Redis(a, "CLUSTER", "SETSLOT", slot, "NODE", toID)
+	}
+}
+
+// Only the delivery script's own "no mailbox" ({0}) is a permanent
+// ErrMailboxNotFound (550 5.1.1, the sender bounces the mail). Any other
+// reply that is not a delivery (a script changed under us, a proxy's
+// rewrite) is ErrUnavailable: the sender retries instead of bouncing.
+func TestDeliverMalformedReplyIsTemporary(t *testing.T) {
+	f := newFixture(t, storage.Config{})
+	m, _, _ := f.open(t, 10*time.Minute)
+	ctx := ctxT(t)
+	for _, c := range []struct {
+		script string
+		want   error
+	}{
+		{"return {0, node_id()}", storage.ErrMailboxNotFound},
+		{"return {3, '1-0', 'x', node_id()}", storage.ErrUnavailable},
+		{"return {1, '1-0', node_id()}", storage.ErrUnavailable},
+		{"return {0, 'extra', node_id()}", storage.ErrUnavailable},
+		{"return {'1', '1-0', 'x', node_id()}", storage.ErrUnavailable},
+	} {
+		storage.SetDeliverScript(f.store, c.script)
+		_, err := f.store.Deliver(ctx, m.Address, keyedMessage("x"))
+		if !errors.Is(err, c.want) || (c.want == storage.ErrUnavailable && errors.Is(err, storage.ErrMailboxNotFound)) {
+			t.Errorf("script %q: Deliver = %v, want %v", c.script, err, c.want)
+		}
+	}
+}
+
+// With two replicas per primary, a write waits for both: WAIT 1 would be
+// answered by either, and the majority may promote the other (the partition
+// {primary, R2} | {R1, majority}; deploy/topology's two-replica drill). One
+// frozen replica of two makes the delivery fail, where WAIT 1 passed.
+func TestDeliverWaitsForEveryReplica(t *testing.T) {
+	prefix := "every"
+	cluster, store, m, ctx := replicated(t, 2, prefix)
+	if _, err := store.Deliver(ctx, m.Address, keyedMessage("healthy")); err != nil {
+		t.Fatalf("deliver with both replicas healthy: %v", err)
+	}
+	replicas := cluster.ReplicasOf(cluster.PrimaryFor(prefix + ":{" + m.Tag() + "}:box"))
+	if len(replicas) != 2 {
+		t.Fatalf("replicas %v, want 2", replicas)
+	}
+	cluster.Stop(replicas[1])
+	if _, err := store.Deliver(ctx, m.Address, keyedMessage("one frozen")); !errors.Is(err, storage.ErrNotReplicated) {
+		t.Fatalf("deliver with one of two replicas frozen: %v, want ErrNotReplicated", err)
+	}
+	// MinReplicas is a floor: with 1, both listed replicas are still waited for.
+	one := storage.New(cluster.Client(), storage.Config{KeyPrefix: prefix, MinReplicas: 1, ReplicaTimeout: 300 * time.Millisecond})
+	if _, err := one.Deliver(ctx, m.Address, keyedMessage("one frozen")); !errors.Is(err, storage.ErrNotReplicated) {
+		t.Fatalf("MinReplicas 1, one of two replicas frozen: %v, want ErrNotReplicated", err)
+	}
+	cluster.Cont(replicas[1])
+	if s, err := store.Deliver(ctx, m.Address, keyedMessage("one frozen")); err != nil || !s.Duplicate {
+		t.Fatalf("retry with both back: %+v, %v; want an acknowledged duplicate", s, err)
+	}
+}
+
+// A view that says "no replica" is read again before a write trusts it
+// once it is older than a second: a replica flagged failed (so the view
+// counts 0) that comes back is waited for at the next write, not after it.
+// Here it comes back and the view ages: the next delivery must WAIT for
+// it, where the old view let it through unreplicated (and only started a
+// refresh for the writes after it).
+func TestDeliverReadsAStaleViewBeforeSkippingTheWait(t *testing.T) {
+	prefix := "stale"
+	cluster, store, m, ctx := replicated(t, 1, prefix)
+	primary := cluster.PrimaryFor(prefix + ":{" + m.Tag() + "}:box")
+	replica := cluster.ReplicaOf(primary)
+	// everyNode waits until every other node sees the replica flagged
+	// failed (or not): the view is read from any of them.
+	everyNode := func(failed bool) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+			agree := true
+			for _, a := range cluster.Addrs() {
+				if a == replica {
+					continue
+				}
+				for line := range strings.Lines(cluster.Redis(a, "CLUSTER", "NODES")) {
+					if f := strings.Fields(line); len(f) > 2 && strings.HasPrefix(f[1], replica+"@") {
+						agree = agree && slices.Contains(strings.Split(f[2], ","), "fail") == failed
+					}
+				}
+			}
+			if agree {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the nodes do not agree that %s is failed=%v after 20 s", replica, failed)
+			}
+		}
+	}
+
+	cluster.Stop(replica)
+	everyNode(true)
+	deadline := time.Now().Add(15 * time.Second)
+	for i := 0; ; i++ { // acknowledged alone once the view has the flag
+		if _, err := store.Deliver(ctx, m.Address, keyedMessage("alone"+strconv.Itoa(i))); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("deliveries still refused 15 s after the replica was flagged failed")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	cluster.Cont(replica)
+	everyNode(false)
+	time.Sleep(1200 * time.Millisecond) // the view (no replica) is now older than a second
+	before := store.WriteStats()
+	if _, err := store.Deliver(ctx, m.Address, keyedMessage("back")); err != nil {
+		t.Fatalf("deliver after the replica came back: %v", err)
+	}
+	after := store.WriteStats()
+	if after.AckedWaited != before.AckedWaited+1 || after.AckedNoWait != before.AckedNoWait {
+		t.Fatalf("deliver after the replica came back: write stats %+v then %+v; want it acknowledged after a WAIT, not without", before, after)
+	}
+}
+
+// replicated starts a cluster of 3 primaries with replicas each, and a
+// store on it (prefix, replica timeout 300 ms) with one mailbox, created
+// once the replicas acknowledge (a cluster just formed may take a moment);
+// ctx lasts a minute.
+func replicated(t *testing.T, replicas int, prefix string) (*storagetest.Cluster, *storage.Store, storage.Mailbox, context.Context) {
+	t.Helper()
+	t.Parallel()
+	cluster := storagetest.StartCluster(t, 3, replicas)
+	store := storage.New(cluster.Client(), storage.Config{KeyPrefix: prefix, ReplicaTimeout: 300 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		m, _, err := store.Create(ctx, storage.NewTag(), domain, 10*time.Minute, "o")
+		if err == nil {
+			return cluster, store, m, ctx
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("create: %v", err)
+		}
+	}
+}
+
+// An ACL user without CLUSTER INFO, CLUSTER NODES and CLUSTER MYID (as some
+// managed services hand out) cannot read the replica view. That is not a
+// standalone server ("cluster support disabled" is the only answer that
+// means one): a write is refused (ErrUnavailable: 451, 503) rather than
+// acknowledged without WAIT, and the failure is counted and logged.
+func TestDeliverRefusesWhenTheViewIsUnreadable(t *testing.T) {
+	t.Parallel()
+	cluster := storagetest.StartCluster(t, 3, 1)
+	const user, password = "mayfly-noview", "acl-test-password-7f3a"
+	for _, a := range cluster.Addrs() {
+		if out := cluster.Redis(a, "ACL", "SETUSER", user, "on", ">"+password, "~*", "&*", "+@all",
+			"-cluster|info", "-cluster|nodes", "-cluster|myid"); out != "OK" {
+			t.Fatalf("ACL SETUSER on %s: %s", a, out)
+		}
+	}
+	t.Cleanup(func() {
+		for _, a := range cluster.Addrs() {
+			cluster.Redis(a, "ACL", "DELUSER", user)
+		}
+	})
+	opt := storage.ClientOption(cluster.Addrs(), 2*time.Second)
+	opt.Username, opt.Password = user, password
+	client, err := rueidis.NewClient(opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(client.Close)
+	// No view is ever read, so every refresh runs in the caller (none in
+	// the background): the log is written by this goroutine only.
+	var logs strings.Builder
+	prefix := "noview"
+	store := storage.New(client, storage.Config{KeyPrefix: prefix, ReplicaTimeout: 300 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	// The user really lacks it.
+	if err := client.Do(ctx, client.B().ClusterInfo().Build()).Error(); err == nil || !strings.Contains(err.Error(), "NOPERM") {
+		t.Fatalf("CLUSTER INFO as %s: %v, want NOPERM", user, err)
+	}
+	tag := storage.NewTag()
+	cluster.Stop(cluster.ReplicaOf(cluster.PrimaryFor(prefix + ":{" + tag + "}:box")))
+	if _, _, err := store.Create(ctx, tag, domain, time.Minute, "o"); !errors.Is(err, storage.ErrUnavailable) {
+		t.Fatalf("create with the view unreadable and the replica frozen: %v, want ErrUnavailable", err)
+	}
+	w := store.WriteStats()
+	if w.AckedNoWait != 0 || w.Refused != 1 || w.ViewRefreshFailures < 1 {
+		t.Errorf("write stats %+v, want 0 acknowledged without WAIT, 1 refused, at least 1 view refresh failure", w)
+	}
+	if got := logs.String(); !strings.Contains(got, "replica view unreadable") || !strings.Contains(got, "NOPERM") || strings.Contains(got, password) {
+		t.Errorf("logs = %q, want the unreadable view with its NOPERM, without the password", got)
 	}
 }

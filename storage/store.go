@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
@@ -20,14 +21,18 @@ type Config struct {
 	MaxMessageBytes int    // stored bytes of one message (from, subject, bodies); default 2 MiB
 	MaxSessions     int    // sessions per mailbox, oldest revoked first; default 16
 	// MinReplicas is how many replicas must acknowledge a delivery or a
-	// creation before it is reported done: 0 (the default) means auto, 1
-	// when the cluster lists a replica of the slot's primary that it has not
+	// creation before it is reported done: 0 (the default) means auto,
+	// every replica of the slot's primary that the cluster lists and has not
 	// marked failed (however far it lags, or whether its primary reaches
-	// it), none when it lists none; a negative value never waits.
+	// it), none when it lists none; N > 0 means that many at least (and
+	// every listed one when there are more); a negative value never waits.
 	MinReplicas int
 	// ReplicaTimeout bounds that wait; past it the write is reported as
 	// ErrNotReplicated. Default 200 ms.
 	ReplicaTimeout time.Duration
+	// Logger gets the failures to read the replica view (rate-limited);
+	// nil logs nothing.
+	Logger *slog.Logger
 }
 
 // Defaults returns the documented defaults.
@@ -70,7 +75,9 @@ type Store struct {
 // New returns a Store on client.
 func New(client rueidis.Client, cfg Config) *Store {
 	cfg = cfg.withDefaults()
-	return &Store{client: client, cfg: cfg, keys: keys{prefix: cfg.KeyPrefix}, scripts: loadScripts()}
+	s := &Store{client: client, cfg: cfg, keys: keys{prefix: cfg.KeyPrefix}, scripts: loadScripts()}
+	s.topo.log = cfg.Logger
+	return s
 }
 
 // Config returns the effective configuration.
@@ -528,14 +535,25 @@ func (s *Store) Deliver(ctx context.Context, address string, m NewMessage) (Summ
 		// answer either: it must not become a permanent 550.
 		return Summary{}, err
 	}
-	code, _ := res[0].AsInt64()
-	if (code != 1 && code != 2) || len(res) != 3 {
+	// Only the script's own "no mailbox", {0}, is permanent (550 5.1.1: the
+	// sender bounces the mail). Any other reply the script never gives is a
+	// temporary failure: the sender retries.
+	code, err := res[0].ToInt64()
+	if err == nil && code == 0 && len(res) == 1 {
 		return Summary{}, ErrMailboxNotFound
 	}
-	sid, _ := res[1].ToString()
+	sid, serr := "", error(nil)
+	if len(res) == 3 {
+		sid, serr = res[1].ToString()
+	}
+	if err != nil || (code != 1 && code != 2) || len(res) != 3 || serr != nil || sid == "" {
+		return Summary{}, unavailable("deliver", fmt.Errorf("unexpected reply %v", res))
+	}
 	if code == 2 {
 		ids, _ := res[2].ToString()
-		id, _ = uuid.Parse(ids)
+		if id, err = uuid.Parse(ids); err != nil {
+			return Summary{}, unavailable("deliver", fmt.Errorf("duplicate of %q: %w", ids, err))
+		}
 	}
 	return Summary{ID: id, From: m.From, Subject: m.Subject, Status: m.Status, StreamID: sid, ReceivedAt: streamTime(sid), Duplicate: code == 2}, nil
 }

@@ -1,6 +1,9 @@
 package storage
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // The view of CLUSTER NODES: a replica counts unless flagged fail (PFAIL,
 // one node's suspicion, still counts); a slot mid-migration belongs to the
@@ -33,9 +36,27 @@ c1 127.0.0.1:7003@17003 master - 0 0 3 connected 200-16383
 		t.Errorf("addrs %v, failed %v", addrs, failed)
 	}
 	// The primary's own INFO lists a replica the cluster does not yet know
-	// as one (just attached); one flagged fail is not counted.
-	info := "# Replication\r\nrole:master\r\nconnected_slaves:2\r\nslave0:ip=127.0.0.1,port=7005,state=online,offset=1,lag=0\r\nslave1:ip=127.0.0.1,port=7006,state=wait_bgsave,offset=0,lag=0\r\n"
+	// as one (just attached); one flagged fail is not counted once it has
+	// been silent for 2 s, and is while it still acknowledges (the
+	// primary's side of a partition).
+	info := "# Replication\r\nrole:master\r\nconnected_slaves:2\r\nslave0:ip=127.0.0.1,port=7005,state=online,offset=1,lag=2\r\nslave1:ip=127.0.0.1,port=7006,state=wait_bgsave,offset=0,lag=0\r\n"
 	if got := listedReplicas(info, failed); got != 1 {
-		t.Errorf("listedReplicas = %d, want 1", got)
+		t.Errorf("listedReplicas = %d, want 1 (the failed one silent)", got)
+	}
+	if got := listedReplicas(strings.Replace(info, "lag=2", "lag=1", 1), failed); got != 2 {
+		t.Errorf("listedReplicas = %d, want 2 (the failed one still acknowledging)", got)
+	}
+}
+
+// Marking the view stale (every refused write does) copies nothing: the
+// view is about 272 KiB.
+func TestStaleDoesNotCopyTheView(t *testing.T) {
+	var tp topology
+	tp.view.Store(&topologyView{})
+	if allocs := testing.AllocsPerRun(100, tp.stale); allocs != 0 {
+		t.Errorf("stale() allocates %v times, want 0", allocs)
+	}
+	if !tp.expired(tp.view.Load()) {
+		t.Error("the view is not expired after stale()")
 	}
 }

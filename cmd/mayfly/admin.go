@@ -68,6 +68,10 @@ func registerWriteStats(reg prometheus.Registerer, store *storage.Store) {
 			ConstLabels: prometheus.Labels{"outcome": outcome},
 		}, func() float64 { return float64(get(store.WriteStats())) }))
 	}
+	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "mayfly_durable_view_refresh_failures_total",
+		Help: "Failed reads of the replica view (CLUSTER INFO, CLUSTER NODES) that decides how many replicas a creation or delivery waits for; while it cannot be read, a write it would let through without WAIT is refused (451/503).",
+	}, func() float64 { return float64(store.WriteStats().ViewRefreshFailures) }))
 }
 
 // adminMux serves the operator endpoints. It is mounted on MAYFLY_ADMIN_ADDR

@@ -21,8 +21,8 @@ var settings = []setting{
 	{"MAYFLY_REDIS_ADDRS", "127.0.0.1:6379", "Redis addresses, comma separated: one standalone server or any Cluster seeds (detected automatically)"},
 	{"MAYFLY_REDIS_PREFIX", "mf", "prefix of every Redis key Mayfly writes"},
 	{"MAYFLY_REDIS_TIMEOUT", "2s", "budget for the Redis calls of one request; past it the client gets 503 DEPENDENCY_UNAVAILABLE (SMTP: per recipient check or delivery, past it 451 4.3.0)"},
-	{"MAYFLY_REDIS_MIN_REPLICAS", "auto", "replicas that must acknowledge a delivery or a creation before SMTP answers 250 (API: 201); auto: 1 whenever the cluster lists a replica of the mailbox's primary that a majority has not marked failed, however far it lags or whether the primary reaches it (else 451 4.3.0 / 503), and 0 when it lists none (standalone, a cluster without replicas: not durable against losing a primary); N: always N; 0 never waits"},
-	{"MAYFLY_REDIS_REPLICA_TIMEOUT", "200ms", "how long to wait for that acknowledgement; past it SMTP answers 451 4.3.0 (the retry is stored once) and creation 503 DEPENDENCY_UNAVAILABLE"},
+	{"MAYFLY_REDIS_MIN_REPLICAS", "auto", "replicas that must acknowledge a delivery or a creation before SMTP answers 250 (API: 201); auto: every replica of the mailbox's primary that the cluster lists and a majority has not marked failed, however far it lags or whether the primary reaches it (else 451 4.3.0 / 503), and 0 when it lists none (standalone, a cluster without replicas: not durable against losing a primary); N: at least N, and every listed replica when there are more; 0 never waits. While the cluster's view cannot be read (an ACL denying CLUSTER INFO or CLUSTER NODES, -BUSY), writes are refused (451 4.3.0 / 503) but for those the last view read still asks a WAIT for (none, if it was never read)"},
+	{"MAYFLY_REDIS_REPLICA_TIMEOUT", "200ms", "how long to wait for that acknowledgement; past it SMTP answers 451 4.3.0 (the retry is stored once) and creation 503 DEPENDENCY_UNAVAILABLE. At least 1ms, and below MAYFLY_REDIS_TIMEOUT (checked at start)"},
 	{"MAYFLY_REDIS_USERNAME", "", "Redis ACL user (AUTH username password); empty: the default user. Needs a password"},
 	{"MAYFLY_REDIS_PASSWORD", "", "Redis password (requirepass or the ACL user's); prefer MAYFLY_REDIS_PASSWORD_FILE for secrets. Never logged"},
 	{"MAYFLY_REDIS_PASSWORD_FILE", "", "file holding the Redis password (a mounted Secret, a systemd credential); one trailing newline is trimmed; setting it and MAYFLY_REDIS_PASSWORD is an error"},
@@ -181,6 +181,15 @@ func loadConfig(getenv func(string) string) (config, error) {
 	c.redis = p.redisSecurity()
 	if len(c.redisAddrs) == 0 {
 		p.fail("MAYFLY_REDIS_ADDRS", "must name at least one address")
+	}
+	// WAIT takes whole milliseconds, and WAIT n 0 waits forever; a WAIT
+	// that outlasts MAYFLY_REDIS_TIMEOUT (the connection's read timeout and
+	// the budget of the write) ends the connection it runs on.
+	switch rt := c.replicaTimeout; {
+	case rt > 0 && rt < time.Millisecond:
+		p.fail("MAYFLY_REDIS_REPLICA_TIMEOUT", fmt.Sprintf("%v is under 1ms (WAIT counts whole milliseconds, and WAIT 0 never times out)", rt))
+	case rt > 0 && c.redisTimeout > 0 && rt >= c.redisTimeout:
+		p.fail("MAYFLY_REDIS_REPLICA_TIMEOUT", fmt.Sprintf("%v must be below MAYFLY_REDIS_TIMEOUT (%v): a WAIT that outlasts it ends its connection", rt, c.redisTimeout))
 	}
 	if (c.smtp.tlsCert == "") != (c.smtp.tlsKey == "") {
 		p.fail("MAYFLY_SMTP_TLS_CERT", "MAYFLY_SMTP_TLS_CERT and MAYFLY_SMTP_TLS_KEY must be set together")

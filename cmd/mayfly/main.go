@@ -169,7 +169,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	store := storage.New(client, storage.Config{
 		KeyPrefix: cfg.redisPrefix, MaxMessages: cfg.maxMessages,
 		MaxMailboxBytes: cfg.maxMailboxBytes, MaxMessageBytes: cfg.maxMessageBytes,
-		MinReplicas: cfg.minReplicas, ReplicaTimeout: cfg.replicaTimeout,
+		MinReplicas: cfg.minReplicas, ReplicaTimeout: cfg.replicaTimeout, Logger: log,
 	})
 	registerWriteStats(reg, store)
 	limiter := ratelimit.New(client, ratelimit.Config{

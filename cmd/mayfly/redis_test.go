@@ -345,3 +345,28 @@ func TestLoadConfigRedisSecurity(t *testing.T) {
 		}
 	})
 }
+
+// TestLoadConfigReplicaTimeout: a replica timeout under a millisecond would
+// become WAIT n 0, which blocks until the replicas answer however long that
+// takes; one at or above MAYFLY_REDIS_TIMEOUT would outlast the connection's
+// own timeout, which ends the connection. Both are refused at start.
+func TestLoadConfigReplicaTimeout(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		env     map[string]string
+		wantErr string
+	}{
+		{env: map[string]string{"MAYFLY_REDIS_REPLICA_TIMEOUT": "500us"},
+			wantErr: "MAYFLY_REDIS_REPLICA_TIMEOUT: 500µs is under 1ms"},
+		{env: map[string]string{"MAYFLY_REDIS_REPLICA_TIMEOUT": "2s"},
+			wantErr: "MAYFLY_REDIS_REPLICA_TIMEOUT: 2s must be below MAYFLY_REDIS_TIMEOUT (2s)"},
+		{env: map[string]string{"MAYFLY_REDIS_REPLICA_TIMEOUT": "300ms", "MAYFLY_REDIS_TIMEOUT": "250ms"},
+			wantErr: "MAYFLY_REDIS_REPLICA_TIMEOUT: 300ms must be below MAYFLY_REDIS_TIMEOUT (250ms)"},
+		{env: map[string]string{"MAYFLY_REDIS_REPLICA_TIMEOUT": "1ms"}},
+		{env: map[string]string{"MAYFLY_REDIS_REPLICA_TIMEOUT": "2s", "MAYFLY_REDIS_TIMEOUT": "3s"}},
+	} {
+		t.Run(fmt.Sprint(tc.env), func(t *testing.T) {
+			configCase(t, tc.env, tc.wantErr)
+		})
+	}
+}

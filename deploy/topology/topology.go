@@ -130,7 +130,7 @@ func (tp *Topology) load() error {
 		tp.Edges = append(tp.Edges, Node{PID: pe, Addr: kv["EDGE"+n+"_HTTP"], Admin: kv["EDGE"+n+"_ADMIN"]})
 		tp.Ingests = append(tp.Ingests, Node{PID: pi, Addr: kv["INGEST"+n+"_SMTP"], Admin: kv["INGEST"+n+"_ADMIN"]})
 	}
-	if tp.HTTPURL == "" || tp.SMTPAddr == "" || len(tp.RedisAddrs) != 6 || tp.Edges[1].PID == 0 || tp.Ingests[1].PID == 0 {
+	if tp.HTTPURL == "" || tp.SMTPAddr == "" || len(tp.RedisAddrs) < 6 || len(tp.RedisAddrs)%3 != 0 || tp.Edges[1].PID == 0 || tp.Ingests[1].PID == 0 {
 		return fmt.Errorf("topology.env incomplete: %v", kv)
 	}
 	return nil
@@ -217,6 +217,28 @@ func (tp *Topology) PrimaryFor(key string) (primary, replica string) {
 	return "", ""
 }
 
+// ReplicasOf returns the addresses of the replicas of the primary at addr,
+// as it lists them in CLUSTER NODES.
+func (tp *Topology) ReplicasOf(primary string) []string {
+	tp.t.Helper()
+	id, err := tp.Redis(primary, "CLUSTER", "MYID")
+	if err != nil {
+		tp.t.Fatalf("CLUSTER MYID %s: %v", primary, err)
+	}
+	nodes, err := tp.Redis(primary, "CLUSTER", "NODES")
+	if err != nil {
+		tp.t.Fatalf("CLUSTER NODES %s: %v", primary, err)
+	}
+	var replicas []string
+	for line := range strings.Lines(nodes) {
+		if f := strings.Fields(line); len(f) >= 4 && strings.Contains(f[2], "slave") && f[3] == id {
+			a, _, _ := strings.Cut(f[1], "@")
+			replicas = append(replicas, a)
+		}
+	}
+	return replicas
+}
+
 // WaitClusterOK waits until every live node reports cluster_state:ok.
 func (tp *Topology) WaitClusterOK(within time.Duration) {
 	tp.t.Helper()
@@ -294,31 +316,14 @@ func cgroupRoot() string {
 // It returns heal, which removes the cut; the test's cleanup heals too.
 func (tp *Topology) Partition(addr string) (heal func()) {
 	tp.t.Helper()
-	cgFile, err := os.ReadFile(filepath.Join(tp.Dir, "redis", "cgroup"))
-	root := cgroupRoot()
-	if err != nil || root == "" {
-		tp.t.Fatalf("Partition needs root and a writable cgroup v2 hierarchy (the Redis nodes run without cgroups of their own): %v", err)
-	}
-	cg := strings.TrimPrefix(strings.TrimSpace(string(cgFile)), root)
+	cg := tp.redisCgroup()
 	_, port, _ := strings.Cut(addr, ":")
 	p, _ := strconv.Atoi(port)
 	bus := strconv.Itoa(p + 10000)
-	myID, err := tp.Redis(addr, "CLUSTER", "MYID")
-	if err != nil {
-		tp.t.Fatalf("CLUSTER MYID %s: %v", addr, err)
-	}
-	nodes, err := tp.Redis(addr, "CLUSTER", "NODES")
-	if err != nil {
-		tp.t.Fatalf("CLUSTER NODES %s: %v", addr, err)
-	}
 	var replicaPorts []string
-	for line := range strings.Lines(nodes) {
-		f := strings.Fields(line)
-		if len(f) >= 4 && strings.Contains(f[2], "slave") && f[3] == myID {
-			a, _, _ := strings.Cut(f[1], "@")
-			_, rp, _ := strings.Cut(a, ":")
-			replicaPorts = append(replicaPorts, rp)
-		}
+	for _, a := range tp.ReplicasOf(addr) {
+		_, rp, _ := strings.Cut(a, ":")
+		replicaPorts = append(replicaPorts, rp)
 	}
 	if len(replicaPorts) == 0 {
 		tp.t.Fatalf("%s has no replica to cut it from", addr)
@@ -334,6 +339,15 @@ func (tp *Topology) Partition(addr string) (heal func()) {
 	for _, rp := range replicaPorts {
 		rules = append(rules, []string{"-A", chain, "-m", "cgroup", "--path", cg + "/node-" + rp, "-p", "tcp", "--dport", port, "-j", "CONNMARK", "--set-mark", mark})
 	}
+	return tp.cut(chain, mark, rules)
+}
+
+// cut adds rules (the first creates chain) and a last one dropping every
+// connection marked mark, hooks chain into OUTPUT (every packet on lo passes
+// there once, from its sender), and returns heal, which removes it all; the
+// test's cleanup heals too.
+func (tp *Topology) cut(chain, mark string, rules [][]string) (heal func()) {
+	tp.t.Helper()
 	rules = append(rules,
 		[]string{"-A", chain, "-m", "connmark", "--mark", mark, "-j", "DROP"},
 		[]string{"-I", "OUTPUT", "1", "-j", chain})
@@ -353,6 +367,57 @@ func (tp *Topology) Partition(addr string) (heal func()) {
 		}
 	}
 	return heal
+}
+
+// redisCgroup is the cgroup path (as iptables -m cgroup --path wants it)
+// under which each Redis node of the topology runs in node-<port>.
+func (tp *Topology) redisCgroup() string {
+	tp.t.Helper()
+	cgFile, err := os.ReadFile(filepath.Join(tp.Dir, "redis", "cgroup"))
+	root := cgroupRoot()
+	if err != nil || root == "" {
+		tp.t.Fatalf("a partition needs root and a writable cgroup v2 hierarchy (the Redis nodes run without cgroups of their own): %v", err)
+	}
+	return strings.TrimPrefix(strings.TrimSpace(string(cgFile)), root)
+}
+
+// PartitionGroup splits the Redis nodes in two as a network partition
+// would, with iptables on lo: the nodes at minority on one side, every
+// other node of the cluster on the other. Nodes on one side keep every link
+// among them (cluster bus, replication); every connection between the
+// sides, whichever opened it, is dropped in both directions (the first
+// packet a node sends on it, matched by the node's cgroup and the other
+// node's ports, marks the connection for conntrack). Connections of
+// clients (Mayfly's nodes, redis-cli) to any node are untouched.
+//
+// It returns heal, which removes the cut; the test's cleanup heals too.
+func (tp *Topology) PartitionGroup(minority ...string) (heal func()) {
+	tp.t.Helper()
+	cg := tp.redisCgroup()
+	inside := map[string]bool{}
+	for _, a := range minority {
+		inside[a] = true
+	}
+	_, first, _ := strings.Cut(minority[0], ":")
+	p, _ := strconv.Atoi(first)
+	chain := "MFDRILLG-" + first
+	mark := fmt.Sprintf("0x%x", 0x4d470000|p&0xffff)
+	rules := [][]string{{"-N", chain}}
+	for _, from := range tp.RedisAddrs {
+		for _, to := range tp.RedisAddrs {
+			if inside[from] == inside[to] {
+				continue
+			}
+			_, fromPort, _ := strings.Cut(from, ":")
+			_, toPort, _ := strings.Cut(to, ":")
+			n, _ := strconv.Atoi(toPort)
+			for _, port := range []string{toPort, strconv.Itoa(n + 10000)} { // client port, bus
+				rules = append(rules, []string{"-A", chain, "-m", "cgroup", "--path", cg + "/node-" + fromPort,
+					"-p", "tcp", "--dport", port, "-j", "CONNMARK", "--set-mark", mark})
+			}
+		}
+	}
+	return tp.cut(chain, mark, rules)
 }
 
 // DurableWrites sums mayfly_durable_writes_total{outcome} over the ingest

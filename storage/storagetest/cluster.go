@@ -150,6 +150,13 @@ func (c *Cluster) PrimaryFor(key string) string {
 // ReplicaOf returns the address of a replica of the primary at addr.
 func (c *Cluster) ReplicaOf(primary string) string {
 	c.t.Helper()
+	return c.ReplicasOf(primary)[0]
+}
+
+// ReplicasOf returns the addresses of every replica of the primary at addr
+// (at least one, or the test fails).
+func (c *Cluster) ReplicasOf(primary string) []string {
+	c.t.Helper()
 	out, err := c.cli(primary, "CLUSTER", "MYID")
 	if err != nil {
 		c.t.Fatalf("CLUSTER MYID %s: %v", primary, err)
@@ -159,16 +166,19 @@ func (c *Cluster) ReplicaOf(primary string) string {
 	if err != nil {
 		c.t.Fatalf("CLUSTER NODES %s: %v", primary, err)
 	}
+	var replicas []string
 	sc := bufio.NewScanner(strings.NewReader(nodes))
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
 		if len(f) >= 4 && strings.Contains(f[2], "slave") && f[3] == id {
 			addr, _, _ := strings.Cut(f[1], "@")
-			return addr
+			replicas = append(replicas, addr)
 		}
 	}
-	c.t.Fatalf("no replica of %s", primary)
-	return ""
+	if len(replicas) == 0 {
+		c.t.Fatalf("no replica of %s", primary)
+	}
+	return replicas
 }
 
 // Stop freezes the node at addr (SIGSTOP): it keeps its connections but

@@ -61,7 +61,8 @@ var settings = []setting{
 	{"MAYFLY_TRUSTED_PROXIES", "", "CIDRs of proxies whose X-Forwarded-For is believed, comma separated; empty trusts no forwarding header"},
 	{"MAYFLY_MAX_INFLIGHT", "2048", "concurrent API requests per edge node before 503 REQUEST_PROTECTION"},
 	{"MAYFLY_HTTP_MAX_CONNS", "16384", "open HTTP connections per edge node, event streams included; past it a new connection gets 503 REQUEST_PROTECTION and is closed. Kept below 90% of the file-descriptor limit (raised to its hard limit at start)"},
-	{"MAYFLY_HTTP_CONNS_PER_IP", "256", "open HTTP connections per client IP per edge node (MAYFLY_TRUSTED_PROXIES are exempt: a proxy carries many clients); past it 503 REQUEST_PROTECTION and close"},
+	{"MAYFLY_HTTP_CONNS_PER_IP", "256", "open HTTP connections per client (IPv4 address, IPv6 /64, as the rate limits count) per edge node (MAYFLY_TRUSTED_PROXIES are exempt: a proxy carries many clients); past it 503 REQUEST_PROTECTION and close"},
+	{"MAYFLY_HTTP_CONNS_PER_NET", "1024", "open HTTP connections per network (IPv4 /24, IPv6 /48) per edge node, trusted proxies exempt; past it 503 REQUEST_PROTECTION and close. 1,024 is 4 clients at their cap and 1/16 of MAYFLY_HTTP_MAX_CONNS: filling a node takes 16 networks"},
 	{"MAYFLY_MAX_STREAMS", "20000", "open event streams (GET /events) per edge node before 503 REQUEST_PROTECTION"},
 	{"MAYFLY_EVENTS_HEARTBEAT", "20s", "interval of the event stream's heartbeat comment"},
 	{"MAYFLY_MAX_BODY_BYTES", "16384", "largest accepted request body; larger gets 413 BODY_TOO_LARGE"},
@@ -103,6 +104,7 @@ type config struct {
 	maxStreams      int
 	maxConns        int
 	connsPerIP      int
+	connsPerNet     int
 	heartbeat       time.Duration
 	ratePerSecond   int
 	createPerMinute int
@@ -142,6 +144,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		maxStreams:      p.positive("MAYFLY_MAX_STREAMS"),
 		maxConns:        p.positive("MAYFLY_HTTP_MAX_CONNS"),
 		connsPerIP:      p.positive("MAYFLY_HTTP_CONNS_PER_IP"),
+		connsPerNet:     p.positive("MAYFLY_HTTP_CONNS_PER_NET"),
 		heartbeat:       p.duration("MAYFLY_EVENTS_HEARTBEAT"),
 		ratePerSecond:   p.positive("MAYFLY_RATE_REQUESTS_PER_SECOND"),
 		createPerMinute: p.positive("MAYFLY_RATE_CREATE_PER_MINUTE"),

@@ -179,7 +179,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			Domains: cfg.domains, CookiePrefix: cfg.cookiePrefix, CookieInsecure: !cfg.cookieSecure,
 			TrustedProxies: cfg.trustedProxies, MaxInFlight: cfg.maxInFlight, MaxBodyBytes: cfg.maxBodyBytes,
 			RedisTimeout: cfg.redisTimeout, MaxStreams: cfg.maxStreams, Heartbeat: cfg.heartbeat,
-			MaxConns: min(cfg.maxConns, fdBudget), ConnsPerIP: cfg.connsPerIP,
+			MaxConns: min(cfg.maxConns, fdBudget), ConnsPerIP: cfg.connsPerIP, ConnsPerNet: cfg.connsPerNet,
 			AccessLog: edge.AccessLog(cfg.accessLog), AccessLogRate: cfg.accessLogRate,
 		}, log, edge.NewMetrics(reg))
 		go func() {

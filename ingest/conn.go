@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,8 +22,9 @@ const lingerTime = 500 * time.Millisecond
 // reply that refuses the session.
 type conn struct {
 	net.Conn
-	srv *Server
-	ip  string
+	srv     *Server
+	ip      string       // client key (ratelimit.ClientKey)
+	network netip.Prefix // its network (ratelimit.NetworkPrefix)
 
 	// firstMail is the decision on the connection's first transaction,
 	// counted with the connection (see admit); counted says it is unused.
@@ -33,21 +35,32 @@ type conn struct {
 	// (Config.MaxRefusedRcpts); only the session's goroutine touches it.
 	refusedRcpts int
 
-	mu     sync.Mutex
-	end    time.Time // SessionTimeout: no read deadline goes past it
-	stop   time.Time // when Shutdown began; zero before
-	inData bool      // Shutdown lets a DATA in progress finish
+	mu       sync.Mutex
+	end      time.Time   // SessionTimeout: no read deadline goes past it
+	stop     time.Time   // when Shutdown began; zero before
+	progress time.Time   // start, or the end of the last DATA (IdleSessionTimeout)
+	inData   bool        // Shutdown lets a DATA in progress finish
+	watch    *time.Timer // the DATA's rate watch (MinDataRate); nil when none
+	slow     bool        // the rate watch ended the transfer
+
+	received atomic.Int64 // bytes read from the peer (the rate watch)
 
 	hangup atomic.Int32 // 0 open, 1 close after the next write, 2 closing
 	closed sync.Once
 }
 
 // clamp bounds a read deadline by the session's end and, for a command, by
-// Shutdown.
+// Shutdown and by the session's idle bound (IdleSessionTimeout after its last
+// message). Within a DATA or BDAT transfer the idle bound does not apply.
 func (c *conn) clamp(t time.Time, command bool) time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	end := c.end
+	if command && !c.inData {
+		if idle := c.progress.Add(c.srv.cfg.IdleSessionTimeout); idle.Before(end) {
+			end = idle
+		}
+	}
 	if command && !c.stop.IsZero() {
 		end = c.stop
 	}
@@ -87,20 +100,68 @@ func (c *conn) hangUp() { c.hangup.CompareAndSwap(0, 1) }
 // pipelined after the refusal are answered without touching Redis.
 func (c *conn) hungUp() bool { return c.hangup.Load() != 0 }
 
-// startData marks a DATA in progress and sets its whole-transfer deadline.
-// A DATA the client already started (it got 354) may finish even when
-// Shutdown began a moment before: only the session's end bounds it, and
-// Shutdown's own context bounds the wait.
+// Read counts the bytes received, for the rate watch.
+func (c *conn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	c.received.Add(int64(n))
+	return n, err
+}
+
+// startData marks a DATA in progress, sets its whole-transfer deadline and
+// starts its rate watch. A DATA the client already started (it got 354) may
+// finish even when Shutdown began a moment before: only the session's end
+// bounds it, and Shutdown's own context bounds the wait.
 func (c *conn) startData(d time.Duration) {
 	c.mu.Lock()
 	c.inData = true
+	c.slow = false
+	if rate := c.srv.cfg.MinDataRate; rate > 0 {
+		window := c.srv.cfg.DataRateWindow
+		floor := int64(float64(rate) * window.Seconds())
+		last := c.received.Load()
+		var t *time.Timer
+		t = time.AfterFunc(window, func() {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			if c.watch != t {
+				return // the transfer ended meanwhile
+			}
+			n := c.received.Load()
+			if n-last >= floor {
+				last = n
+				t.Reset(window)
+				return
+			}
+			// Too slow: the read in progress returns at once, and
+			// session.Data answers errSlowTransfer.
+			c.slow = true
+			c.watch = nil
+			_ = c.Conn.SetReadDeadline(time.Now())
+		})
+		c.watch = t
+	}
 	c.mu.Unlock()
 	_ = c.Conn.SetReadDeadline(c.clamp(time.Now().Add(d), false))
 }
 
+// dataRead stops the rate watch: the transfer is over (parse and delivery
+// follow, at their own pace). It reports whether the watch ended it.
+func (c *conn) dataRead() (slow bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.watch != nil {
+		c.watch.Stop()
+		c.watch = nil
+	}
+	return c.slow
+}
+
+// endData ends the DATA: the idle bound counts again from now.
 func (c *conn) endData() {
+	c.dataRead()
 	c.mu.Lock()
 	c.inData = false
+	c.progress = time.Now()
 	c.mu.Unlock()
 }
 

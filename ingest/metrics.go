@@ -8,6 +8,7 @@ import (
 // reason column of the reply table (reply.go), so they are a fixed set.
 type Metrics struct {
 	sessions    prometheus.Gauge
+	buffered    prometheus.Gauge         // message bytes reserved by transfers in progress
 	messages    *prometheus.CounterVec   // one per DATA: "accepted" or the refusal reason
 	rejections  *prometheus.CounterVec   // refusals before DATA (connect, MAIL, RCPT) by reason
 	stored      *prometheus.CounterVec   // per recipient delivery, by message status
@@ -24,6 +25,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
 		sessions: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "mayfly_smtp_sessions_open", Help: "SMTP connections admitted and not yet closed.",
+		}),
+		buffered: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "mayfly_smtp_buffered_bytes", Help: "Message bytes reserved from MAYFLY_SMTP_BUFFER_BYTES by the transfers (DATA) in progress.",
 		}),
 		messages: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mayfly_smtp_messages_total", Help: "Messages (DATA commands) by result: accepted, or the reason they were refused.",
@@ -50,7 +54,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.sessions, m.messages, m.rejections, m.stored, m.failed, m.latency, m.stage, m.redisErrors)
+		reg.MustRegister(m.sessions, m.buffered, m.messages, m.rejections, m.stored, m.failed, m.latency, m.stage, m.redisErrors)
 	}
 	return m
 }

@@ -73,8 +73,8 @@ type Config struct {
 	// IdleSessionTimeout bounds how long a session may go without finishing
 	// a message (from its start or its last DATA, whatever the outcome);
 	// commands in between (NOOP, RSET, HELO, refused MAIL or RCPT) do not
-	// extend it. The next command past it gets go-smtp's 421 4.4.2 and the
-	// connection closes. A sender that keeps a connection open between
+	// extend it. When it is up, the session gets go-smtp's 421 4.4.2 and
+	// the connection closes. A sender that keeps a connection open between
 	// messages uses seconds of it. Default 2 min: otherwise NOOP every 59 s
 	// held a slot for the whole SessionTimeout.
 	IdleSessionTimeout time.Duration

@@ -46,7 +46,7 @@ var settings = []setting{
 	{"MAYFLY_SMTP_MAX_SESSIONS", "1000", "concurrent SMTP connections per ingest node; past it 421 4.4.5"},
 	{"MAYFLY_SMTP_SESSIONS_PER_IP", "20", "concurrent SMTP connections per client IP (IPv6: /64) per ingest node; past it 421 4.7.0"},
 	{"MAYFLY_SMTP_SESSIONS_PER_NET", "100", "concurrent SMTP connections per network (IPv4 /24, IPv6 /48) per ingest node; past it 421 4.7.0. 100 is five clients at their cap and a tenth of MAYFLY_SMTP_MAX_SESSIONS: filling a node takes ten networks"},
-	{"MAYFLY_SMTP_IDLE_SESSION_TIMEOUT", "2m", "how long an SMTP session may go without finishing a message (from its start or its last DATA); NOOP, RSET and refused commands do not extend it; the next command past it gets 421 4.4.2 and the connection closes"},
+	{"MAYFLY_SMTP_IDLE_SESSION_TIMEOUT", "2m", "how long an SMTP session may go without finishing a message (from its start or its last DATA); NOOP, RSET and refused commands do not extend it; then the session gets 421 4.4.2 and the connection closes"},
 	{"MAYFLY_SMTP_CONN_PER_MINUTE", "60", "new SMTP connections per client IP per minute, across all nodes; past it 421 4.7.0"},
 	{"MAYFLY_SMTP_MAIL_PER_MINUTE", "120", "SMTP transactions (MAIL FROM) per client IP per minute, across all nodes; past it 421 4.7.0"},
 	{"MAYFLY_SMTP_MAX_PARSES", "0", "concurrent MIME parses per ingest node; 0: one per CPU (GOMAXPROCS)"},

@@ -132,14 +132,14 @@ func admitted(t *testing.T, h *holder, addr string, n int, from func(i int) neti
 
 // haproxy's per-source caps count a client the way the nodes' limits do
 // (an IPv6 /64, however many of its addresses connect) and cap a network
-// (an IPv6 /48) as a whole; another network is still let through. Before,
-// the tables (type ip) counted exact addresses, so one /64 passed whole.
+// (an IPv6 /48) as a whole, in both frontends; another network is still let
+// through. Before, the tables (type ip) counted exact addresses, so one /64
+// passed whole.
 func TestHAProxyCountsClientsAndNetworks(t *testing.T) {
 	block := localnet.Block6(t)
 	h := newHolder(t)
-	_, smtp := startHAProxy(t, h)
-	one64 := func(i int) netip.Addr { return localnet.Addr(block, 1, uint64(i+1)) }
-	if got := admitted(t, h, smtp, 30, one64); got != 20 {
+	api, smtp := startHAProxy(t, h)
+	if got := admitted(t, h, smtp, 30, one64With(block, 1)); got != 20 {
 		t.Errorf("30 SMTP connections from one /64: %d let through, want MAYFLY_LB_SMTP_CONNS_PER_IP (20)", got)
 	}
 	spread := func(i int) netip.Addr { return localnet.Addr(block, uint16(2+i/10), uint64(i%10+1)) }
@@ -149,4 +149,43 @@ func TestHAProxyCountsClientsAndNetworks(t *testing.T) {
 	if got := admitted(t, h, smtp, 1, func(int) netip.Addr { return netip.IPv6Loopback() }); got != 1 {
 		t.Errorf("another network: %d let through, want 1", got)
 	}
+
+	// The API's frontend refuses at accept a client over 200 and a
+	// network over 800 open connections (requests would be refused with
+	// 429 past 100 and 400).
+	if got := open(t, api, 250, one64With(block, 20)); got != 200 {
+		t.Errorf("250 idle API connections from one /64: %d kept, want MAYFLY_LB_HTTP_CONNS_PER_IP_HARD (200)", got)
+	}
+	if got := open(t, api, 900, func(i int) netip.Addr { return localnet.Addr(block, uint16(30+i/100), uint64(i%100+1)) }); got != 600 {
+		t.Errorf("900 more from nine other /64s: %d kept, want the rest of MAYFLY_LB_HTTP_CONNS_PER_NET_HARD (800 - 200)", got)
+	}
+}
+
+// one64With numbers addresses of the /64 subnet of block.
+func one64With(block netip.Prefix, subnet uint16) func(int) netip.Addr {
+	return func(i int) netip.Addr { return localnet.Addr(block, subnet, uint64(i+1)) }
+}
+
+// open dials n connections to addr from from(0) … from(n-1), sends nothing,
+// and returns how many haproxy keeps open (it closes a refused one at once).
+func open(t *testing.T, addr string, n int, from func(i int) netip.Addr) int {
+	t.Helper()
+	var conns []net.Conn
+	for i := range n {
+		if c, err := localnet.Dialer(from(i)).Dial("tcp", addr); err == nil {
+			t.Cleanup(func() { c.Close() })
+			conns = append(conns, c)
+		}
+	}
+	time.Sleep(500 * time.Millisecond)
+	kept := 0
+	for _, c := range conns {
+		_ = c.SetReadDeadline(time.Now().Add(time.Millisecond))
+		if _, err := c.Read(make([]byte, 1)); err != nil {
+			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				kept++
+			}
+		}
+	}
+	return kept
 }

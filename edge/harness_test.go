@@ -56,6 +56,12 @@ func newEnvOn(t testing.TB, client rueidis.Client, opts ...option) *env {
 	return serveEnv(t, client, storagetest.Prefix(t), opts)
 }
 
+// newEnvAt serves an edge node listening on addr (e.g. "[::1]:0").
+func newEnvAt(t testing.TB, addr string, opts ...option) *env {
+	t.Helper()
+	return serveEnvAt(t, addr, storagetest.Client(t), storagetest.Prefix(t), opts)
+}
+
 // sibling is a second edge node over the same Redis keys: another node of
 // the same cluster of stateless nodes, with its own Redis connections.
 func (e *env) sibling(t testing.TB) *env {
@@ -63,6 +69,10 @@ func (e *env) sibling(t testing.TB) *env {
 }
 
 func serveEnv(t testing.TB, client rueidis.Client, prefix string, opts []option) *env {
+	return serveEnvAt(t, "127.0.0.1:0", client, prefix, opts)
+}
+
+func serveEnvAt(t testing.TB, addr string, client rueidis.Client, prefix string, opts []option) *env {
 	cfg := edge.Config{
 		Domains:        []string{"mayfly.test", "inbox.test"},
 		CookieInsecure: true, // the test jar talks plain HTTP
@@ -76,7 +86,7 @@ func serveEnv(t testing.TB, client rueidis.Client, prefix string, opts []option)
 	limiter := ratelimit.New(client, rl)
 	logs := &logBuffer{}
 	srv := edge.New(store, limiter, cfg, slog.New(slog.NewJSONHandler(logs, nil)), nil)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}

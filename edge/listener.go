@@ -10,22 +10,32 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/mayfly/mayfly/ratelimit"
 )
 
-// connGuard is the edge's listener: it bounds the connections one peer and
-// all peers may hold open (event streams included, which fasthttp no longer
-// counts once hijacked), and it survives accept errors. Without it one client
-// holding ~20,000 idle keep-alive connections ran the process out of file
-// descriptors, and fasthttp's Serve returned on the EMFILE, ending the node.
+// connGuard is the edge's listener: it bounds the connections one client,
+// one network and all peers may hold open (event streams included, which
+// fasthttp no longer counts once hijacked), and it survives accept errors.
+// Without it one client holding ~20,000 idle keep-alive connections ran the
+// process out of file descriptors, and fasthttp's Serve returned on the
+// EMFILE, ending the node.
+//
+// A client is what the rate limits count (ratelimit.ClientPrefix: an IPv4
+// address, an IPv6 /64), and its network the block one party holds many
+// clients of (ratelimit.NetworkPrefix: IPv4 /24, IPv6 /48). Counting exact
+// IPv6 addresses let one /64 take the whole node, one address per connection.
 type connGuard struct {
 	net.Listener
 	log       *slog.Logger
 	maxConns  int
-	perIP     int
+	perIP     int            // per client
+	perNet    int            // per network
 	exempt    []netip.Prefix // trusted proxies: one peer carries many clients
 	open      atomic.Int64
 	mu        sync.Mutex
-	byIP      map[netip.Addr]int
+	byIP      map[netip.Prefix]int // by client
+	byNet     map[netip.Prefix]int // by network
 	refused   func(reason string)
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -41,12 +51,12 @@ func refusal() []byte {
 		"\r\nConnection: close\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body)
 }
 
-func newConnGuard(ln net.Listener, log *slog.Logger, maxConns, perIP int, exempt []netip.Prefix, refused func(string)) *connGuard {
+func newConnGuard(ln net.Listener, log *slog.Logger, maxConns, perIP, perNet int, exempt []netip.Prefix, refused func(string)) *connGuard {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &connGuard{Listener: ln, log: log, maxConns: maxConns, perIP: perIP, exempt: exempt,
-		byIP: map[netip.Addr]int{}, refused: refused, closed: make(chan struct{})}
+	return &connGuard{Listener: ln, log: log, maxConns: maxConns, perIP: perIP, perNet: perNet, exempt: exempt,
+		byIP: map[netip.Prefix]int{}, byNet: map[netip.Prefix]int{}, refused: refused, closed: make(chan struct{})}
 }
 
 // Accept returns the next connection within the caps. Connections over a
@@ -90,28 +100,52 @@ func (g *connGuard) Close() error {
 }
 
 // admit counts a new connection from ip, or says why it may not open.
+// Trusted proxies are counted per address and never refused by the client
+// or network caps.
 func (g *connGuard) admit(ip netip.Addr) string {
 	if n := g.open.Add(1); n > int64(g.maxConns) {
 		g.open.Add(-1)
 		return "connections"
 	}
+	client, network := g.keys(ip)
+	exempt := g.isExempt(ip)
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.byIP[ip] >= g.perIP && !g.isExempt(ip) {
+	switch {
+	case exempt:
+	case g.byIP[client] >= g.perIP:
 		g.open.Add(-1)
 		return "connections_per_ip"
+	case g.byNet[network] >= g.perNet:
+		g.open.Add(-1)
+		return "connections_per_net"
 	}
-	g.byIP[ip]++
+	g.byIP[client]++
+	g.byNet[network]++
 	return ""
 }
 
 func (g *connGuard) release(ip netip.Addr) {
 	g.open.Add(-1)
+	client, network := g.keys(ip)
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.byIP[ip]--; g.byIP[ip] <= 0 {
-		delete(g.byIP, ip)
+	if g.byIP[client]--; g.byIP[client] <= 0 {
+		delete(g.byIP, client)
 	}
+	if g.byNet[network]--; g.byNet[network] <= 0 {
+		delete(g.byNet, network)
+	}
+}
+
+// keys are the counts a connection from ip is in: its client's and its
+// network's, as the rate limits key them. A trusted proxy counts as itself.
+func (g *connGuard) keys(ip netip.Addr) (client, network netip.Prefix) {
+	if g.isExempt(ip) {
+		p := netip.PrefixFrom(ip, ip.BitLen())
+		return p, p
+	}
+	return ratelimit.ClientPrefix(ip), ratelimit.NetworkPrefix(ip)
 }
 
 // overShare reports whether ip holds more than its share of connections:
@@ -122,9 +156,10 @@ func (g *connGuard) overShare(ip netip.Addr) bool {
 	if g == nil || g.isExempt(ip) {
 		return false
 	}
+	client, _ := g.keys(ip)
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.byIP[ip] > max(1, g.perIP/8)
+	return g.byIP[client] > max(1, g.perIP/8)
 }
 
 func (g *connGuard) isExempt(ip netip.Addr) bool {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -15,17 +16,17 @@ import (
 	"time"
 
 	"github.com/mayfly/mayfly/edge"
+	"github.com/mayfly/mayfly/internal/localnet"
 	"github.com/mayfly/mayfly/ratelimit"
 	"github.com/mayfly/mayfly/storage"
 	"github.com/mayfly/mayfly/storage/storagetest"
 )
 
-// dialFrom opens a keep-alive connection to e from the loopback address
-// from and completes one request on it, so the server holds it open.
+// dialFrom opens a keep-alive connection to e from the local address from
+// and completes one request on it, so the server holds it open.
 func dialFrom(t *testing.T, e *env, from string) (net.Conn, *http.Response) {
 	t.Helper()
-	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}, Timeout: 5 * time.Second}
-	c, err := d.Dial("tcp", strings.TrimPrefix(strings.TrimSuffix(e.base, "/v1"), "http://"))
+	c, err := localnet.Dialer(netip.MustParseAddr(from)).Dial("tcp", strings.TrimPrefix(strings.TrimSuffix(e.base, "/v1"), "http://"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,6 +42,66 @@ func dialFrom(t *testing.T, e *env, from string) (net.Conn, *http.Response) {
 	io.ReadAll(res.Body)
 	res.Body.Close()
 	return c, res
+}
+
+// served dials n connections from the addresses from(0) … from(n-1), keeps
+// them open and returns how many were served (200); every other must be
+// the connection cap's 503.
+func served(t *testing.T, e *env, n int, from func(i int) netip.Addr) int {
+	t.Helper()
+	ok := 0
+	for i := range n {
+		switch _, res := dialFrom(t, e, from(i).String()); res.StatusCode {
+		case 200:
+			ok++
+		case 503:
+		default:
+			t.Fatalf("connection from %s: %d, want 200 or 503", from(i), res.StatusCode)
+		}
+	}
+	return ok
+}
+
+// One IPv6 /64 is one client, and one /48 one network, however many
+// addresses their connections come from; other networks are still served.
+// Counting exact addresses let 17,000 addresses of one /64 take a node
+// (issue 26).
+func TestConnectionsPerIPv6Network(t *testing.T) {
+	t.Parallel()
+	block := localnet.Block6(t)
+	e := newEnvAt(t, "[::1]:0", func(c *edge.Config, r *ratelimit.Config) {
+		c.ConnsPerIP, c.ConnsPerNet, c.MaxConns = 4, 10, 40
+		r.RequestsPerSecond = 1000
+	})
+	if got := served(t, e, 40, func(i int) netip.Addr { return localnet.Addr(block, 1, uint64(i+1)) }); got != 4 {
+		t.Fatalf("40 addresses of one /64: %d served, want its 4", got)
+	}
+	other := 0
+	for subnet := uint16(2); subnet <= 4; subnet++ { // other /64s of the /48
+		other += served(t, e, 5, func(i int) netip.Addr { return localnet.Addr(block, subnet, uint64(i+1)) })
+	}
+	if got, want := 4+other, 10; got != want {
+		t.Fatalf("one /48: %d served, want its %d", got, want)
+	}
+	if _, res := dialFrom(t, e, "::1"); res.StatusCode != 200 {
+		t.Fatalf("a client of another network: %d, want 200", res.StatusCode)
+	}
+}
+
+// One IPv4 /24 is one network: its addresses share ConnsPerNet.
+func TestConnectionsPerIPv4Network(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(c *edge.Config, r *ratelimit.Config) {
+		c.ConnsPerIP, c.ConnsPerNet = 2, 5
+		r.RequestsPerSecond = 1000
+	})
+	got := served(t, e, 8, func(i int) netip.Addr { return netip.AddrFrom4([4]byte{127, 0, 26, byte(1 + i/2)}) })
+	if got != 5 {
+		t.Fatalf("8 connections from 4 addresses of one /24: %d served, want 5", got)
+	}
+	if _, res := dialFrom(t, e, "127.0.27.1"); res.StatusCode != 200 {
+		t.Fatalf("a client of another /24: %d, want 200", res.StatusCode)
+	}
 }
 
 // One client IP cannot hold more than its share of the node's connections;

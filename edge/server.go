@@ -66,7 +66,8 @@ type Config struct {
 	IdleTimeout    time.Duration  // keep-alive idle limit; default 60 s
 	MaxStreams     int            // open event streams per node before 503 REQUEST_PROTECTION; default 20000
 	MaxConns       int            // open connections per node (streams included); past it new ones get 503 and close; default 16384
-	ConnsPerIP     int            // open connections per peer IP (trusted proxies exempt); default 256
+	ConnsPerIP     int            // open connections per client (IPv4 address, IPv6 /64; trusted proxies exempt); default 256
+	ConnsPerNet    int            // open connections per network (IPv4 /24, IPv6 /48; trusted proxies exempt); default 1024
 	Heartbeat      time.Duration  // event-stream heartbeat interval; default 20 s
 	AccessLog      AccessLog      // which answers get an access-log line; default AccessLogErrors
 	AccessLogRate  int            // access-log lines per second per node, past it dropped; default 1000
@@ -105,6 +106,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ConnsPerIP <= 0 {
 		c.ConnsPerIP = 256
+	}
+	if c.ConnsPerNet <= 0 {
+		c.ConnsPerNet = 1024
 	}
 	if c.Heartbeat <= 0 {
 		c.Heartbeat = 20 * time.Second
@@ -176,7 +180,7 @@ func New(store Mailboxes, limiter Limiter, cfg Config, log *slog.Logger, metrics
 // Serve accepts connections on ln until Shutdown, within the connection
 // caps, and outlives accept errors such as running out of descriptors.
 func (s *Server) Serve(ln net.Listener) error {
-	s.guard = newConnGuard(ln, s.log, s.cfg.MaxConns, s.cfg.ConnsPerIP, s.cfg.TrustedProxies,
+	s.guard = newConnGuard(ln, s.log, s.cfg.MaxConns, s.cfg.ConnsPerIP, s.cfg.ConnsPerNet, s.cfg.TrustedProxies,
 		func(kind string) { s.metrics.rejections.WithLabelValues(kind).Inc() })
 	return s.http.Serve(s.guard)
 }

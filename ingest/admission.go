@@ -21,9 +21,12 @@ func (s *Server) reserve(c *conn) error {
 		return errBusy
 	case s.perIP[c.ip] >= s.cfg.MaxSessionsPerIP:
 		return errIPSessions
+	case s.perNet[c.network] >= s.cfg.MaxSessionsPerNet:
+		return errNetSessions
 	}
 	s.conns[c] = struct{}{}
 	s.perIP[c.ip]++
+	s.perNet[c.network]++
 	s.metrics.sessions.Inc()
 	return nil
 }
@@ -39,6 +42,9 @@ func (s *Server) release(c *conn) {
 	if s.perIP[c.ip]--; s.perIP[c.ip] <= 0 {
 		delete(s.perIP, c.ip)
 	}
+	if s.perNet[c.network]--; s.perNet[c.network] <= 0 {
+		delete(s.perNet, c.network)
+	}
 	s.metrics.sessions.Dec()
 }
 
@@ -50,7 +56,10 @@ func (s *Server) admit(nc net.Conn, l *listener) {
 		nc.Close()
 		return
 	}
-	c := &conn{Conn: nc, srv: s, ip: clientKey(nc.RemoteAddr()), end: time.Now().Add(s.cfg.SessionTimeout)}
+	now := time.Now()
+	peer := peerAddr(nc.RemoteAddr())
+	c := &conn{Conn: nc, srv: s, ip: clientKey(nc.RemoteAddr()), network: ratelimit.NetworkPrefix(peer),
+		end: now.Add(s.cfg.SessionTimeout), progress: now}
 	if err := s.reserve(c); err != nil {
 		s.refuseConn(c, err)
 		return
@@ -133,26 +142,60 @@ func (s *Server) limitUnavailable(rule, client string, err error) error {
 	return nil
 }
 
-// acquireBuffer reserves n message bytes of the node's buffer budget.
-func (s *Server) acquireBuffer(n int64) bool {
-	if s.buffered.Add(n) > s.cfg.MaxBufferBytes {
-		s.buffered.Add(-n)
-		return false
+// acquireBuffer reserves n more message bytes of the node's buffer budget
+// for client, or returns the refusal: errOverloaded when the node's budget
+// is spent, errIPBuffer when client's share of it is.
+func (s *Server) acquireBuffer(client string, n int64) error {
+	s.bufMu.Lock()
+	defer s.bufMu.Unlock()
+	switch {
+	case s.buffered+n > s.cfg.MaxBufferBytes:
+		return errOverloaded
+	case s.bufByIP[client]+n > s.cfg.MaxBufferBytesPerIP:
+		return errIPBuffer
 	}
-	return true
+	s.addBuffer(client, n)
+	return nil
 }
 
-func (s *Server) releaseBuffer(n int64) { s.buffered.Add(-n) }
+// addBuffer counts n message bytes (negative: freed) of client, without a
+// check; the caller holds bufMu.
+func (s *Server) addBuffer(client string, n int64) {
+	s.buffered += n
+	if s.bufByIP[client] += n; s.bufByIP[client] <= 0 {
+		delete(s.bufByIP, client)
+	}
+	s.metrics.buffered.Add(float64(n))
+}
 
-// clientKey is the limiter's key for a peer: its IPv4 address or IPv6 /64.
-func clientKey(a net.Addr) string {
+// forceBuffer counts n bytes of client beyond the caps: the one moment a
+// finished transfer is held twice, as its chunks and as the one copy the
+// parser reads.
+func (s *Server) forceBuffer(client string, n int64) {
+	s.bufMu.Lock()
+	defer s.bufMu.Unlock()
+	s.addBuffer(client, n)
+}
+
+func (s *Server) releaseBuffer(client string, n int64) { s.forceBuffer(client, -n) }
+
+// peerAddr is a's IP address; the zero Addr when it has none.
+func peerAddr(a net.Addr) netip.Addr {
 	if ta, ok := a.(*net.TCPAddr); ok {
-		return ratelimit.ClientKey(ta.AddrPort().Addr())
+		return ta.AddrPort().Addr()
 	}
 	if a != nil {
 		if ap, err := netip.ParseAddrPort(a.String()); err == nil {
-			return ratelimit.ClientKey(ap.Addr())
+			return ap.Addr()
 		}
+	}
+	return netip.Addr{}
+}
+
+// clientKey is the limiter's key for a peer: its IPv4 address or IPv6 /64.
+func clientKey(a net.Addr) string {
+	if ip := peerAddr(a); ip.IsValid() {
+		return ratelimit.ClientKey(ip)
 	}
 	return "unknown"
 }

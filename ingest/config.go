@@ -64,6 +64,20 @@ type Config struct {
 	// MaxSessionsPerIP caps the connections of one client (IPv4 address or
 	// IPv6 /64) at once on one node: 421 4.7.0. Default 20.
 	MaxSessionsPerIP int
+	// MaxSessionsPerNet caps the connections of one network (IPv4 /24,
+	// IPv6 /48: ratelimit.NetworkPrefix) at once on one node: 421 4.7.0.
+	// Default 100: five clients at their cap, a tenth of the default
+	// MaxSessions, so filling a node takes ten networks, where one IPv6 /58
+	// (64 clients) used to.
+	MaxSessionsPerNet int
+	// IdleSessionTimeout bounds how long a session may go without finishing
+	// a message (from its start or its last DATA, whatever the outcome);
+	// commands in between (NOOP, RSET, HELO, refused MAIL or RCPT) do not
+	// extend it. When it is up, the session gets go-smtp's 421 4.4.2 and
+	// the connection closes. A sender that keeps a connection open between
+	// messages uses seconds of it. Default 2 min: otherwise NOOP every 59 s
+	// held a slot for the whole SessionTimeout.
+	IdleSessionTimeout time.Duration
 	// ConnRule limits new connections per client across all nodes: 421
 	// 4.7.0. Name defaults to ConnRuleName, Limit to 60, Window to a minute.
 	ConnRule ratelimit.Rule
@@ -75,9 +89,23 @@ type Config struct {
 	// bound). Default GOMAXPROCS.
 	MaxParses int
 	// MaxBufferBytes caps the message bytes all sessions of one node hold in
-	// memory at once; a DATA that finds no room gets 451 4.3.1. Default
-	// 256 MiB, and never less than MaxMessageBytes.
+	// memory at once; a DATA that finds no room gets 451 4.3.1. A transfer
+	// reserves what it has received, rounded up to 64 KiB, as it arrives.
+	// Default 256 MiB, and never less than MaxMessageBytes.
 	MaxBufferBytes int64
+	// MaxBufferBytesPerIP caps the part of MaxBufferBytes one client (IPv4
+	// address, IPv6 /64) holds on one node; a DATA past it gets 451 4.7.0.
+	// Default 32 MiB (an eighth of the default budget, three messages of
+	// the largest size), never less than MaxMessageBytes nor more than
+	// MaxBufferBytes.
+	MaxBufferBytesPerIP int64
+	// MinDataRate is the slowest transfer a DATA may keep up, in bytes per
+	// second averaged over each DataRateWindow: a transfer that received
+	// less in a window is ended with 421 4.4.2 (the connection closes) and
+	// its buffer freed. Default 1024 (1 KiB/s); negative: no floor.
+	MinDataRate int64
+	// DataRateWindow is the window MinDataRate averages over. Default 30 s.
+	DataRateWindow time.Duration
 	// RedisTimeout bounds each Redis call (recipient check, rate limit, one
 	// recipient's delivery). Default 2 s.
 	RedisTimeout time.Duration
@@ -118,11 +146,20 @@ func (c Config) withDefaults() Config {
 	orDefault(&c.MaxLineLength, 256<<10)
 	orDefault(&c.MaxSessions, 1000)
 	orDefault(&c.MaxSessionsPerIP, 20)
+	orDefault(&c.MaxSessionsPerNet, 100)
 	orDefault(&c.MaxParses, runtime.GOMAXPROCS(0))
 	if c.MaxBufferBytes <= 0 {
 		c.MaxBufferBytes = 256 << 20
 	}
 	c.MaxBufferBytes = max(c.MaxBufferBytes, c.MaxMessageBytes)
+	if c.MaxBufferBytesPerIP <= 0 {
+		c.MaxBufferBytesPerIP = 32 << 20
+	}
+	c.MaxBufferBytesPerIP = min(max(c.MaxBufferBytesPerIP, c.MaxMessageBytes), c.MaxBufferBytes)
+	if c.MinDataRate == 0 {
+		c.MinDataRate = 1024
+	}
+	orDuration(&c.DataRateWindow, 30*time.Second)
 	rule := func(r *ratelimit.Rule, name string, limit int) {
 		if r.Name == "" {
 			r.Name = name
@@ -137,5 +174,6 @@ func (c Config) withDefaults() Config {
 	orDuration(&c.WriteTimeout, 60*time.Second)
 	orDuration(&c.DataTimeout, 5*time.Minute)
 	orDuration(&c.SessionTimeout, 15*time.Minute)
+	orDuration(&c.IdleSessionTimeout, 2*time.Minute)
 	return c
 }

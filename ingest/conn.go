@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,8 +31,9 @@ const maxLingering = 64
 // reply that refuses the session.
 type conn struct {
 	net.Conn
-	srv *Server
-	ip  string
+	srv     *Server
+	ip      string       // client key (ratelimit.ClientKey)
+	network netip.Prefix // its network (ratelimit.NetworkPrefix)
 
 	// firstMail is the decision on the connection's first transaction,
 	// counted with the connection (see admit); counted says it is unused.
@@ -42,11 +44,16 @@ type conn struct {
 	// (Config.MaxRefusedRcpts); only the session's goroutine touches it.
 	refusedRcpts int
 
-	mu      sync.Mutex
-	end     time.Time // SessionTimeout: no read deadline goes past it
-	stop    time.Time // when Shutdown began; zero before
-	inData  bool      // Shutdown lets a DATA or BDAT transfer in progress finish
-	dataEnd time.Time // DataTimeout: the end of the transfer in progress
+	mu       sync.Mutex
+	end      time.Time   // SessionTimeout: no read deadline goes past it
+	stop     time.Time   // when Shutdown began; zero before
+	progress time.Time   // start, or the end of the last DATA (IdleSessionTimeout)
+	inData   bool        // Shutdown lets a DATA or BDAT transfer in progress finish
+	dataEnd  time.Time   // DataTimeout: the end of the transfer in progress
+	watch    *time.Timer // the transfer's rate watch (MinDataRate); nil when none
+	slow     bool        // the rate watch ended the transfer
+
+	received atomic.Int64 // bytes read from the peer (the rate watch)
 
 	hangup atomic.Int32 // 0 open, 1 close after the next write, 2 closing
 	closed sync.Once
@@ -55,7 +62,8 @@ type conn struct {
 // clamp bounds a read deadline by the session's end; during a message
 // transfer by its end too (DataTimeout bounds a whole BDAT transfer, the
 // commands between its chunks included); otherwise, for a command, by
-// Shutdown.
+// Shutdown and by the session's idle bound (IdleSessionTimeout after its
+// last message).
 func (c *conn) clamp(t time.Time, command bool) time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -63,8 +71,11 @@ func (c *conn) clamp(t time.Time, command bool) time.Time {
 	switch {
 	case c.inData:
 		end = minTime(end, c.dataEnd)
-	case command && !c.stop.IsZero():
-		end = c.stop
+	case command:
+		end = minTime(end, c.progress.Add(c.srv.cfg.IdleSessionTimeout))
+		if !c.stop.IsZero() {
+			end = minTime(end, c.stop)
+		}
 	}
 	if t.IsZero() || t.After(end) {
 		return end
@@ -102,24 +113,73 @@ func (c *conn) hangUp() { c.hangup.CompareAndSwap(0, 1) }
 // pipelined after the refusal are answered without touching Redis.
 func (c *conn) hungUp() bool { return c.hangup.Load() != 0 }
 
+// Read counts the bytes received, for the rate watch.
+func (c *conn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	c.received.Add(int64(n))
+	return n, err
+}
+
 // startData marks a message transfer in progress (a DATA, or a BDAT
-// transfer from its first chunk to its last) and sets its whole-transfer
-// deadline, which it returns. A transfer the client already started may
-// finish even when Shutdown began a moment before: only the session's end
-// bounds it, and Shutdown's own context bounds the wait.
+// transfer from its first chunk to its last), sets its whole-transfer
+// deadline, which it returns, and starts its rate watch. A transfer the
+// client already started may finish even when Shutdown began a moment
+// before: only the session's end bounds it, and Shutdown's own context
+// bounds the wait.
 func (c *conn) startData(d time.Duration) time.Time {
 	c.mu.Lock()
 	c.dataEnd = minTime(time.Now().Add(d), c.end)
 	c.inData = true
 	end := c.dataEnd
+	c.slow = false
+	if rate := c.srv.cfg.MinDataRate; rate > 0 {
+		window := c.srv.cfg.DataRateWindow
+		floor := int64(float64(rate) * window.Seconds())
+		last := c.received.Load()
+		var t *time.Timer
+		t = time.AfterFunc(window, func() {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			if c.watch != t {
+				return // the transfer ended meanwhile
+			}
+			n := c.received.Load()
+			if n-last >= floor {
+				last = n
+				t.Reset(window)
+				return
+			}
+			// Too slow: the read in progress returns at once, and
+			// session.Data answers errSlowTransfer.
+			c.slow = true
+			c.watch = nil
+			_ = c.Conn.SetReadDeadline(time.Now())
+		})
+		c.watch = t
+	}
 	c.mu.Unlock()
 	_ = c.Conn.SetReadDeadline(end)
 	return end
 }
 
+// dataRead stops the rate watch: the transfer is over (parse and delivery
+// follow, at their own pace). It reports whether the watch ended it.
+func (c *conn) dataRead() (slow bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.watch != nil {
+		c.watch.Stop()
+		c.watch = nil
+	}
+	return c.slow
+}
+
+// endData ends the DATA: the idle bound counts again from now.
 func (c *conn) endData() {
+	c.dataRead()
 	c.mu.Lock()
 	c.inData = false
+	c.progress = time.Now()
 	c.mu.Unlock()
 }
 

@@ -9,6 +9,7 @@ import (
 type Metrics struct {
 	sessions    prometheus.Gauge
 	lingering   prometheus.Gauge         // refused connections draining before close (maxLingering)
+	buffered    prometheus.Gauge         // message bytes reserved by transfers in progress
 	messages    *prometheus.CounterVec   // one per DATA: "accepted" or the refusal reason
 	rejections  *prometheus.CounterVec   // refusals before DATA (connect, MAIL, RCPT) by reason
 	stored      *prometheus.CounterVec   // per recipient delivery, by message status
@@ -28,6 +29,9 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 		lingering: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "mayfly_smtp_refused_lingering", Help: "Connections refused before their session (421) that are being drained before close; at most 64 per node, the rest close at once.",
+		}),
+		buffered: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "mayfly_smtp_buffered_bytes", Help: "Message bytes reserved from MAYFLY_SMTP_BUFFER_BYTES by the transfers (DATA) in progress.",
 		}),
 		messages: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mayfly_smtp_messages_total", Help: "Messages (DATA commands) by result: accepted, or the reason they were refused.",
@@ -54,7 +58,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.sessions, m.lingering, m.messages, m.rejections, m.stored, m.failed, m.latency, m.stage, m.redisErrors)
+		reg.MustRegister(m.sessions, m.lingering, m.buffered, m.messages, m.rejections, m.stored, m.failed, m.latency, m.stage, m.redisErrors)
 	}
 	return m
 }

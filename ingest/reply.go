@@ -21,6 +21,9 @@ var (
 	errConnRate          = errors.New("ingest: connection rate limit")
 	errMailRate          = errors.New("ingest: transaction rate limit")
 	errIPSessions        = errors.New("ingest: too many sessions from one address")
+	errNetSessions       = errors.New("ingest: too many sessions from one network")
+	errIPBuffer          = errors.New("ingest: one client's share of the buffer budget spent")
+	errSlowTransfer      = errors.New("ingest: message transfer under the minimum rate")
 	errBusy              = errors.New("ingest: session limit reached")
 	errOverloaded        = errors.New("ingest: no parse slot or buffer room")
 	errShuttingDown      = errors.New("ingest: shutting down")
@@ -60,6 +63,8 @@ var replies = []replyRow{
 		"Too many messages from your address; try again later", "mail_rate"},
 	{[]error{errIPSessions}, 421, smtp.EnhancedCode{4, 7, 0},
 		"Too many open sessions from your address; try again later", "ip_sessions"},
+	{[]error{errNetSessions}, 421, smtp.EnhancedCode{4, 7, 0},
+		"Too many open sessions from your network; try again later", "net_sessions"},
 	{[]error{errRefusedRcpts}, 421, smtp.EnhancedCode{4, 7, 0},
 		"Too many unknown recipients; closing connection", "refused_rcpts"},
 	{[]error{errBusy}, 421, smtp.EnhancedCode{4, 4, 5},
@@ -70,10 +75,16 @@ var replies = []replyRow{
 	// being unavailable (retry later), not the client being too slow.
 	{[]error{storage.ErrUnavailable, ratelimit.ErrUnavailable}, 451, smtp.EnhancedCode{4, 3, 0},
 		"Temporary local problem; try again later", "unavailable"},
+	// Before the deadline row: the rate watch ends a slow transfer with a
+	// read deadline.
+	{[]error{errSlowTransfer}, 421, smtp.EnhancedCode{4, 4, 2},
+		"Transfer too slow; closing connection", "too_slow"},
 	{[]error{os.ErrDeadlineExceeded}, 421, smtp.EnhancedCode{4, 4, 2},
 		"Timeout; closing connection", "timeout"},
 	{[]error{errOverloaded}, 451, smtp.EnhancedCode{4, 3, 1},
 		"Server overloaded; try again later", "overloaded"},
+	{[]error{errIPBuffer}, 451, smtp.EnhancedCode{4, 7, 0},
+		"Too much mail in transfer from your address; try again later", "ip_buffer"},
 	// The client went away or reset the connection mid-DATA: its doing, not
 	// a defect of ours (counted as aborted, logged at info).
 	{[]error{io.ErrUnexpectedEOF, io.EOF, smtp.ErrDataReset, syscall.ECONNRESET, syscall.EPIPE, net.ErrClosed}, 451, smtp.EnhancedCode{4, 3, 0},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -49,12 +50,16 @@ type Server struct {
 	domains map[string]bool
 
 	parses    chan struct{} // one token per parse in progress
-	buffered  atomic.Int64  // message bytes held by all sessions
 	lingering atomic.Int64  // refused connections lingering (maxLingering)
+
+	bufMu    sync.Mutex
+	buffered int64            // message bytes held by all sessions
+	bufByIP  map[string]int64 // … by client
 
 	mu      sync.Mutex
 	conns   map[*conn]struct{}
 	perIP   map[string]int
+	perNet  map[netip.Prefix]int
 	closing bool
 	lns     []*listener
 }
@@ -70,6 +75,7 @@ func New(store Deliverer, limiter Limiter, parser *Parser, cfg Config, log *slog
 	s := &Server{
 		store: store, limiter: limiter, parser: parser, cfg: cfg.withDefaults(), log: log, metrics: metrics,
 		conns: make(map[*conn]struct{}), perIP: make(map[string]int),
+		perNet: make(map[netip.Prefix]int), bufByIP: make(map[string]int64),
 	}
 	s.domains = make(map[string]bool, len(s.cfg.Domains))
 	for _, d := range s.cfg.Domains {

@@ -121,15 +121,18 @@ func (s *session) Data(r io.Reader) error {
 	deadline := s.conn.startData(s.srv.cfg.DataTimeout)
 	defer s.conn.endData()
 
-	raw, held, err := s.srv.readMessage(r)
+	raw, held, err := s.srv.readMessage(r, s.conn.ip)
+	if s.conn.dataRead() && err != nil {
+		err = errSlowTransfer
+	}
 	if err != nil {
-		s.srv.releaseBuffer(held)
+		s.srv.releaseBuffer(s.conn.ip, held)
 		return s.failData(err)
 	}
 	start := time.Now()
 	key := storage.DeliveryKey(raw)
 	msg, failed, err := s.srv.parse(raw, deadline)
-	s.srv.releaseBuffer(held)
+	s.srv.releaseBuffer(s.conn.ip, held)
 	if err != nil {
 		return s.failData(err)
 	}
@@ -240,37 +243,60 @@ func (s *session) Reset() { s.rcpts = s.rcpts[:0] }
 // connection itself.
 func (s *session) Logout() error { return nil }
 
-// readMessage reads one message into memory, taking its bytes from the
-// node's buffer budget as it grows. It returns the bytes held, which the
-// caller gives back with releaseBuffer, also on error.
-func (s *Server) readMessage(r io.Reader) (raw []byte, held int64, err error) {
+// readMessage reads one message into memory for client, taking its bytes
+// from the node's buffer budget and client's share of it as they arrive, in
+// chunks of 64 KiB: a transfer holds what it received, rounded up to a
+// chunk, never the doubling a growing slice would reserve. It returns the
+// bytes held, which the caller gives back with releaseBuffer, also on error.
+//
+// A message of more than one chunk is copied into one slice at the end
+// (the parser and the delivery key read it whole): for that moment it is
+// held twice, which the budget counts (forceBuffer) but does not refuse,
+// since the chunks are freed right after.
+func (s *Server) readMessage(r io.Reader, client string) (raw []byte, held int64, err error) {
 	const chunk = 64 << 10
 	// go-smtp's reader stops at MaxMessageBytes with smtp.ErrDataTooLarge;
 	// one byte more is room to see that error or the end.
 	limit := s.cfg.MaxMessageBytes + 1
+	var full [][]byte // the chunks filled so far
+	var cur []byte
+	var total int64
 	for {
-		if len(raw) == cap(raw) {
-			if int64(cap(raw)) >= limit {
+		if len(cur) == cap(cur) {
+			if cur != nil {
+				full = append(full, cur)
+			}
+			if total >= limit {
 				return nil, held, smtp.ErrDataTooLarge
 			}
-			size := min(max(chunk, 2*int64(cap(raw))), limit) // doubling, like append
-			if !s.acquireBuffer(size - held) {
-				return nil, held, errOverloaded
+			size := min(chunk, limit-total)
+			if err := s.acquireBuffer(client, size); err != nil {
+				return nil, held, err
 			}
-			held = size
-			grown := make([]byte, len(raw), size)
-			copy(grown, raw)
-			raw = grown
+			held += size
+			cur = make([]byte, 0, size)
 		}
-		n, err := r.Read(raw[len(raw):cap(raw)])
-		raw = raw[:len(raw)+n]
+		n, err := r.Read(cur[len(cur):cap(cur)])
+		cur = cur[:len(cur)+n]
+		total += int64(n)
 		if errors.Is(err, io.EOF) {
-			return raw, held, nil
+			break
 		}
 		if err != nil {
 			return nil, held, fmt.Errorf("read message: %w", err)
 		}
 	}
+	if len(full) == 0 {
+		return cur, held, nil
+	}
+	s.forceBuffer(client, total)
+	raw = make([]byte, 0, total)
+	for _, b := range full {
+		raw = append(raw, b...)
+	}
+	raw = append(raw, cur...)
+	s.releaseBuffer(client, held)
+	return raw, total, nil
 }
 
 // parse runs the parser under the node's parse cap. A free slot is always

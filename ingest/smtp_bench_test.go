@@ -16,9 +16,10 @@ import (
 // benchConfig lifts the per-IP limits, which a benchmark from one address
 // would otherwise hit after 60 connections.
 var benchConfig = ingest.Config{
-	ConnRule:         ratelimit.Rule{Limit: 1 << 30},
-	MailRule:         ratelimit.Rule{Limit: 1 << 30},
-	MaxSessionsPerIP: 1 << 20,
+	ConnRule:          ratelimit.Rule{Limit: 1 << 30},
+	MailRule:          ratelimit.Rule{Limit: 1 << 30},
+	MaxSessionsPerIP:  1 << 20,
+	MaxSessionsPerNet: 1 << 20,
 }
 
 // BenchmarkSMTPDelivery is one full delivery per op over a new connection:

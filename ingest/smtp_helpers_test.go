@@ -37,16 +37,27 @@ type smtpHarness struct {
 // newSMTPHarness serves cfg on 127.0.0.1:0 against the test cluster.
 func newSMTPHarness(t testing.TB, cfg ingest.Config) *smtpHarness {
 	t.Helper()
+	return newSMTPHarnessAt(t, "127.0.0.1:0", cfg)
+}
+
+// newSMTPHarnessAt serves cfg on addr (e.g. "[::1]:0").
+func newSMTPHarnessAt(t testing.TB, addr string, cfg ingest.Config) *smtpHarness {
+	t.Helper()
 	client := storagetest.Client(t)
 	prefix := storagetest.Prefix(t)
 	store := storage.New(client, storage.Config{KeyPrefix: prefix})
 	limiter := ratelimit.New(client, ratelimit.Config{KeyPrefix: prefix})
-	return serveSMTP(t, store, limiter, cfg)
+	return serveSMTPAt(t, addr, store, limiter, cfg)
 }
 
 // serveSMTP starts a server on store and limiter; it is shut down when the
 // test ends.
 func serveSMTP(t testing.TB, store *storage.Store, limiter *ratelimit.Limiter, cfg ingest.Config) *smtpHarness {
+	t.Helper()
+	return serveSMTPAt(t, "127.0.0.1:0", store, limiter, cfg)
+}
+
+func serveSMTPAt(t testing.TB, addr string, store *storage.Store, limiter *ratelimit.Limiter, cfg ingest.Config) *smtpHarness {
 	t.Helper()
 	if len(cfg.Domains) == 0 {
 		cfg.Domains = []string{testDomain}
@@ -55,7 +66,7 @@ func serveSMTP(t testing.TB, store *storage.Store, limiter *ratelimit.Limiter, c
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	reg := prometheus.NewRegistry()
 	srv := ingest.New(store, limiter, ingest.NewParser(ingest.ParserConfig{}), cfg, log, ingest.NewMetrics(reg))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}

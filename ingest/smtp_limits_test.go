@@ -21,6 +21,12 @@ func dialGreeting(t *testing.T, addr string) (net.Conn, *bufio.Reader, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return greeting(t, c)
+}
+
+// greeting reads c's first reply line; c is closed when the test ends.
+func greeting(t *testing.T, c net.Conn) (net.Conn, *bufio.Reader, string) {
+	t.Helper()
 	t.Cleanup(func() { c.Close() })
 	r := bufio.NewReader(c)
 	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))

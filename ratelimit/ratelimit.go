@@ -361,7 +361,32 @@ func ClientKey(ip netip.Addr) string {
 	if !ip.IsValid() || ip.Is4() {
 		return ip.String()
 	}
-	return netip.PrefixFrom(ip, 64).Masked().String()
+	return ClientPrefix(ip).String()
+}
+
+// ClientPrefix is the block of addresses ClientKey names: the IPv4 address
+// (/32) or the IPv6 /64. Per-client caps that are counted in memory (open
+// connections, sessions, buffered bytes) key on it, so every limit of a
+// client is one count. An invalid address gives the zero Prefix.
+func ClientPrefix(ip netip.Addr) netip.Prefix {
+	ip = ip.Unmap().WithZone("")
+	if ip.Is4() {
+		return netip.PrefixFrom(ip, 32)
+	}
+	return netip.PrefixFrom(ip, 64).Masked()
+}
+
+// NetworkPrefix is the block one party can hold many clients of, which the
+// aggregate caps share out: the IPv4 /24 (the smallest block routed on the
+// Internet, usually one provider's subnet) and the IPv6 /48 (an end site's
+// usual allocation, handed out free by tunnel brokers: 65,536 /64s). An
+// invalid address gives the zero Prefix.
+func NetworkPrefix(ip netip.Addr) netip.Prefix {
+	ip = ip.Unmap().WithZone("")
+	if ip.Is4() {
+		return netip.PrefixFrom(ip, 24).Masked()
+	}
+	return netip.PrefixFrom(ip, 48).Masked()
 }
 
 func ceilSeconds(ms int64) time.Duration {

@@ -570,6 +570,28 @@ func TestClientKey(t *testing.T) {
 	}
 }
 
+// The in-memory caps key a client and its network the way the limits do.
+func TestClientAndNetworkPrefix(t *testing.T) {
+	for _, tc := range []struct{ in, client, network string }{
+		{"192.0.2.1", "192.0.2.1/32", "192.0.2.0/24"},
+		{"::ffff:192.0.2.200", "192.0.2.200/32", "192.0.2.0/24"},
+		{"2001:db8:1:2:3:4:5:6", "2001:db8:1:2::/64", "2001:db8:1::/48"},
+		{"2001:db8:1:ffff::1", "2001:db8:1:ffff::/64", "2001:db8:1::/48"},
+		{"fe80::1%eth0", "fe80::/64", "fe80::/48"},
+	} {
+		ip := netip.MustParseAddr(tc.in)
+		if got := ClientPrefix(ip).String(); got != tc.client {
+			t.Errorf("ClientPrefix(%s) = %q, want %q", tc.in, got, tc.client)
+		}
+		if got := NetworkPrefix(ip).String(); got != tc.network {
+			t.Errorf("NetworkPrefix(%s) = %q, want %q", tc.in, got, tc.network)
+		}
+	}
+	if ClientPrefix(netip.Addr{}).IsValid() || NetworkPrefix(netip.Addr{}).IsValid() {
+		t.Error("an invalid address has a valid prefix")
+	}
+}
+
 // TestKeysExpire runs every operation and checks that each key it leaves has
 // a TTL, and that the TTLs end where the windows and slots do.
 func TestKeysExpire(t *testing.T) {

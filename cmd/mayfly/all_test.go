@@ -264,6 +264,20 @@ func TestLoadConfigSMTP(t *testing.T) {
 				t.Errorf("smtp defaults = %s, want %s", got, want)
 			}
 		}},
+		{name: "shares and floors", check: func(t *testing.T, c config) {
+			ic := smtpServerConfig(c, nil)
+			got := fmt.Sprintf("%d %d %v %d %d %v", ic.MaxSessionsPerNet, c.connsPerNet, ic.IdleSessionTimeout,
+				ic.MaxBufferBytesPerIP, ic.MinDataRate, ic.DataRateWindow)
+			if want := "100 1024 2m0s 33554432 1024 30s"; got != want {
+				t.Errorf("defaults = %s, want %s", got, want)
+			}
+		}},
+		{name: "no rate floor", env: map[string]string{"MAYFLY_SMTP_MIN_DATA_RATE": "0"},
+			check: func(t *testing.T, c config) {
+				if got := smtpServerConfig(c, nil).MinDataRate; got >= 0 {
+					t.Errorf("MinDataRate = %d for 0, want negative (no floor; ingest's 0 means its default)", got)
+				}
+			}},
 		{name: "remote images allowed", env: map[string]string{"MAYFLY_HTML_REMOTE_IMAGES": "ALLOW"},
 			check: func(t *testing.T, c config) {
 				if !c.smtp.remoteImages {

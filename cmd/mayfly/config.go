@@ -45,10 +45,15 @@ var settings = []setting{
 	{"MAYFLY_SMTP_LIMITS_ON_REDIS_ERROR", "open", "open: an SMTP per-IP limit that cannot be checked because Redis is unavailable admits the connection or transaction; closed: refuses it with 451 4.3.0 (a connection is then closed)"},
 	{"MAYFLY_SMTP_MAX_SESSIONS", "1000", "concurrent SMTP connections per ingest node; past it 421 4.4.5"},
 	{"MAYFLY_SMTP_SESSIONS_PER_IP", "20", "concurrent SMTP connections per client IP (IPv6: /64) per ingest node; past it 421 4.7.0"},
+	{"MAYFLY_SMTP_SESSIONS_PER_NET", "100", "concurrent SMTP connections per network (IPv4 /24, IPv6 /48) per ingest node; past it 421 4.7.0. 100 is five clients at their cap and a tenth of MAYFLY_SMTP_MAX_SESSIONS: filling a node takes ten networks"},
+	{"MAYFLY_SMTP_IDLE_SESSION_TIMEOUT", "2m", "how long an SMTP session may go without finishing a message (from its start or its last DATA); NOOP, RSET and refused commands do not extend it; then the session gets 421 4.4.2 and the connection closes"},
 	{"MAYFLY_SMTP_CONN_PER_MINUTE", "60", "new SMTP connections per client IP per minute, across all nodes; past it 421 4.7.0"},
 	{"MAYFLY_SMTP_MAIL_PER_MINUTE", "120", "SMTP transactions (MAIL FROM) per client IP per minute, across all nodes; past it 421 4.7.0"},
 	{"MAYFLY_SMTP_MAX_PARSES", "0", "concurrent MIME parses per ingest node; 0: one per CPU (GOMAXPROCS)"},
-	{"MAYFLY_SMTP_BUFFER_BYTES", "268435456", "message bytes all SMTP sessions of a node may hold in memory at once; past it DATA gets 451 4.3.1"},
+	{"MAYFLY_SMTP_BUFFER_BYTES", "268435456", "message bytes all SMTP sessions of a node may hold in memory at once (a transfer holds what it received, rounded up to 64 KiB); past it DATA gets 451 4.3.1"},
+	{"MAYFLY_SMTP_BUFFER_BYTES_PER_IP", "33554432", "the part of MAYFLY_SMTP_BUFFER_BYTES one client IP (IPv6: /64) may hold on a node (at least MAYFLY_SMTP_MAX_BYTES); past it DATA gets 451 4.7.0. 32 MiB: three messages of the largest size; filling the default budget takes eight clients"},
+	{"MAYFLY_SMTP_MIN_DATA_RATE", "1024", "slowest SMTP message transfer kept, in bytes per second averaged over each MAYFLY_SMTP_DATA_RATE_WINDOW; slower gets 421 4.4.2, the connection closes and its buffer is freed; 0: no floor"},
+	{"MAYFLY_SMTP_DATA_RATE_WINDOW", "30s", "the window MAYFLY_SMTP_MIN_DATA_RATE averages over"},
 	{"MAYFLY_SMTP_READ_TIMEOUT", "60s", "how long an SMTP session may be idle waiting for a command; then 421 4.4.2"},
 	{"MAYFLY_SMTP_DATA_TIMEOUT", "5m", "how long one message transfer may take: a DATA from its 354, a BDAT transfer from its first chunk to its LAST one (the commands between chunks included); then 421 4.4.2 and the connection closes"},
 	{"MAYFLY_SMTP_SESSION_TIMEOUT", "15m", "how long one SMTP connection may last, however busy; then 421 4.4.2"},
@@ -61,7 +66,8 @@ var settings = []setting{
 	{"MAYFLY_TRUSTED_PROXIES", "", "CIDRs of proxies whose X-Forwarded-For is believed, comma separated; empty trusts no forwarding header"},
 	{"MAYFLY_MAX_INFLIGHT", "2048", "concurrent API requests per edge node before 503 REQUEST_PROTECTION"},
 	{"MAYFLY_HTTP_MAX_CONNS", "16384", "open HTTP connections per edge node, event streams included; past it a new connection gets 503 REQUEST_PROTECTION and is closed. Kept below 90% of the file-descriptor limit (raised to its hard limit at start)"},
-	{"MAYFLY_HTTP_CONNS_PER_IP", "256", "open HTTP connections per client IP per edge node (MAYFLY_TRUSTED_PROXIES are exempt: a proxy carries many clients); past it 503 REQUEST_PROTECTION and close"},
+	{"MAYFLY_HTTP_CONNS_PER_IP", "256", "open HTTP connections per client (IPv4 address, IPv6 /64, as the rate limits count) per edge node (MAYFLY_TRUSTED_PROXIES are exempt: a proxy carries many clients); past it 503 REQUEST_PROTECTION and close"},
+	{"MAYFLY_HTTP_CONNS_PER_NET", "1024", "open HTTP connections per network (IPv4 /24, IPv6 /48) per edge node, trusted proxies exempt; past it 503 REQUEST_PROTECTION and close. 1,024 is 4 clients at their cap and 1/16 of MAYFLY_HTTP_MAX_CONNS: filling a node takes 16 networks"},
 	{"MAYFLY_MAX_STREAMS", "20000", "open event streams (GET /events) per edge node before 503 REQUEST_PROTECTION"},
 	{"MAYFLY_EVENTS_HEARTBEAT", "20s", "interval of the event stream's heartbeat comment"},
 	{"MAYFLY_MAX_BODY_BYTES", "16384", "largest accepted request body; larger gets 413 BODY_TOO_LARGE"},
@@ -103,6 +109,7 @@ type config struct {
 	maxStreams      int
 	maxConns        int
 	connsPerIP      int
+	connsPerNet     int
 	heartbeat       time.Duration
 	ratePerSecond   int
 	createPerMinute int
@@ -142,6 +149,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		maxStreams:      p.positive("MAYFLY_MAX_STREAMS"),
 		maxConns:        p.positive("MAYFLY_HTTP_MAX_CONNS"),
 		connsPerIP:      p.positive("MAYFLY_HTTP_CONNS_PER_IP"),
+		connsPerNet:     p.positive("MAYFLY_HTTP_CONNS_PER_NET"),
 		heartbeat:       p.duration("MAYFLY_EVENTS_HEARTBEAT"),
 		ratePerSecond:   p.positive("MAYFLY_RATE_REQUESTS_PER_SECOND"),
 		createPerMinute: p.positive("MAYFLY_RATE_CREATE_PER_MINUTE"),
@@ -167,6 +175,11 @@ func loadConfig(getenv func(string) string) (config, error) {
 		tlsKey:         p.str("MAYFLY_SMTP_TLS_KEY"),
 		maxSessions:    p.positive("MAYFLY_SMTP_MAX_SESSIONS"),
 		sessionsPerIP:  p.positive("MAYFLY_SMTP_SESSIONS_PER_IP"),
+		sessionsPerNet: p.positive("MAYFLY_SMTP_SESSIONS_PER_NET"),
+		idleTimeout:    p.duration("MAYFLY_SMTP_IDLE_SESSION_TIMEOUT"),
+		bufferPerIP:    p.positive("MAYFLY_SMTP_BUFFER_BYTES_PER_IP"),
+		minDataRate:    p.nonNegative("MAYFLY_SMTP_MIN_DATA_RATE"),
+		rateWindow:     p.duration("MAYFLY_SMTP_DATA_RATE_WINDOW"),
 		connPerMinute:  p.positive("MAYFLY_SMTP_CONN_PER_MINUTE"),
 		mailPerMinute:  p.positive("MAYFLY_SMTP_MAIL_PER_MINUTE"),
 		maxParses:      p.nonNegative("MAYFLY_SMTP_MAX_PARSES"),
@@ -208,6 +221,11 @@ type smtpConfig struct {
 	tlsKey         string
 	maxSessions    int
 	sessionsPerIP  int
+	sessionsPerNet int
+	idleTimeout    time.Duration
+	bufferPerIP    int
+	minDataRate    int
+	rateWindow     time.Duration
 	connPerMinute  int
 	mailPerMinute  int
 	maxParses      int

@@ -129,7 +129,7 @@ func BenchmarkIdleStreamsRSS(b *testing.B) {
 		// One client IP opens everything: lift the per-IP limits, which are not measured here.
 		"MAYFLY_RATE_REQUESTS_PER_SECOND=1000000", "MAYFLY_RATE_CREATE_PER_MINUTE=1000000",
 		"MAYFLY_RATE_CREATE_PER_HOUR=1000000", "MAYFLY_RATE_CREATE_PER_DAY=1000000",
-		"MAYFLY_RATE_ACTIVE_PER_IP=1000000", "MAYFLY_HTTP_CONNS_PER_IP=1000000")
+		"MAYFLY_RATE_ACTIVE_PER_IP=1000000", "MAYFLY_HTTP_CONNS_PER_IP=1000000", "MAYFLY_HTTP_CONNS_PER_NET=1000000")
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)

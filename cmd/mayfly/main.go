@@ -185,7 +185,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			Domains: cfg.domains, CookiePrefix: cfg.cookiePrefix, CookieInsecure: !cfg.cookieSecure,
 			TrustedProxies: cfg.trustedProxies, MaxInFlight: cfg.maxInFlight, MaxBodyBytes: cfg.maxBodyBytes,
 			RedisTimeout: cfg.redisTimeout, MaxStreams: cfg.maxStreams, Heartbeat: cfg.heartbeat,
-			MaxConns: min(cfg.maxConns, fdBudget), ConnsPerIP: cfg.connsPerIP,
+			MaxConns: min(cfg.maxConns, fdBudget), ConnsPerIP: cfg.connsPerIP, ConnsPerNet: cfg.connsPerNet,
 			AccessLog: edge.AccessLog(cfg.accessLog), AccessLogRate: cfg.accessLogRate,
 		}, log, edge.NewMetrics(reg))
 		go func() {
@@ -239,26 +239,35 @@ func smtpServerConfig(cfg config, tlsConfig *tls.Config) ingest.Config {
 		hostname, _ = os.Hostname() // empty on failure: ingest's default
 	}
 	minute := time.Minute
+	minDataRate := int64(cfg.smtp.minDataRate)
+	if minDataRate == 0 {
+		minDataRate = -1 // no floor
+	}
 	return ingest.Config{
-		Domains:           cfg.domains,
-		Hostname:          hostname,
-		MaxMessageBytes:   int64(cfg.smtp.maxBytes),
-		MaxRecipients:     cfg.smtp.maxRecipients,
-		MaxRefusedRcpts:   cfg.smtp.maxRefused,
-		MaxLineLength:     cfg.smtp.maxLineBytes,
-		TLSConfig:         tlsConfig,
-		ProxyProtocolFrom: cfg.smtp.proxyFrom,
-		LimitsFailClosed:  cfg.smtp.limitsClosed,
-		MaxSessions:       cfg.smtp.maxSessions,
-		MaxSessionsPerIP:  cfg.smtp.sessionsPerIP,
-		ConnRule:          ratelimit.Rule{Name: ingest.ConnRuleName, Limit: cfg.smtp.connPerMinute, Window: minute},
-		MailRule:          ratelimit.Rule{Name: ingest.MailRuleName, Limit: cfg.smtp.mailPerMinute, Window: minute},
-		MaxParses:         cfg.smtp.maxParses,
-		MaxBufferBytes:    int64(cfg.smtp.bufferBytes),
-		RedisTimeout:      cfg.redisTimeout,
-		ReadTimeout:       cfg.smtp.readTimeout,
-		DataTimeout:       cfg.smtp.dataTimeout,
-		SessionTimeout:    cfg.smtp.sessionTimeout,
+		Domains:             cfg.domains,
+		Hostname:            hostname,
+		MaxMessageBytes:     int64(cfg.smtp.maxBytes),
+		MaxRecipients:       cfg.smtp.maxRecipients,
+		MaxRefusedRcpts:     cfg.smtp.maxRefused,
+		MaxLineLength:       cfg.smtp.maxLineBytes,
+		TLSConfig:           tlsConfig,
+		ProxyProtocolFrom:   cfg.smtp.proxyFrom,
+		LimitsFailClosed:    cfg.smtp.limitsClosed,
+		MaxSessions:         cfg.smtp.maxSessions,
+		MaxSessionsPerIP:    cfg.smtp.sessionsPerIP,
+		MaxSessionsPerNet:   cfg.smtp.sessionsPerNet,
+		IdleSessionTimeout:  cfg.smtp.idleTimeout,
+		ConnRule:            ratelimit.Rule{Name: ingest.ConnRuleName, Limit: cfg.smtp.connPerMinute, Window: minute},
+		MailRule:            ratelimit.Rule{Name: ingest.MailRuleName, Limit: cfg.smtp.mailPerMinute, Window: minute},
+		MaxParses:           cfg.smtp.maxParses,
+		MaxBufferBytes:      int64(cfg.smtp.bufferBytes),
+		MaxBufferBytesPerIP: int64(cfg.smtp.bufferPerIP),
+		MinDataRate:         minDataRate,
+		DataRateWindow:      cfg.smtp.rateWindow,
+		RedisTimeout:        cfg.redisTimeout,
+		ReadTimeout:         cfg.smtp.readTimeout,
+		DataTimeout:         cfg.smtp.dataTimeout,
+		SessionTimeout:      cfg.smtp.sessionTimeout,
 	}
 }
 

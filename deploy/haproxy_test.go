@@ -1,0 +1,191 @@
+package deploy
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/exec"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mayfly/mayfly/internal/localnet"
+)
+
+// holder accepts connections and holds them, counting them: a node behind
+// haproxy that never answers. Its admin listener answers /readyz 200.
+type holder struct {
+	addr, admin string
+	accepted    atomic.Int64
+}
+
+func newHolder(t *testing.T) *holder {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	adm, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &holder{addr: ln.Addr().String(), admin: adm.Addr().String()}
+	var mu sync.Mutex
+	var held []net.Conn
+	t.Cleanup(func() {
+		ln.Close()
+		adm.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			c.Close()
+		}
+	})
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c)
+			mu.Unlock()
+			h.accepted.Add(1)
+			go io.Copy(io.Discard, c)
+		}
+	}()
+	go http.Serve(adm, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	return h
+}
+
+// startHAProxy runs haproxy.cfg with both frontends on [::1] and every
+// server on h; it is stopped when the test ends.
+func startHAProxy(t *testing.T, h *holder) (api, smtp string) {
+	t.Helper()
+	port := func() string {
+		ln, err := net.Listen("tcp", "[::1]:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		return ln.Addr().String()
+	}
+	api, smtp = port(), port()
+	_, adminPort, _ := net.SplitHostPort(h.admin)
+	cmd := exec.Command(tool(t, "haproxy"), "-db", "-f", "haproxy/haproxy.cfg")
+	cmd.Env = append(os.Environ(), "MAYFLY_LB_HTTP="+api, "MAYFLY_LB_SMTP="+smtp)
+	for _, s := range []string{"EDGE1_HTTP", "EDGE2_HTTP", "INGEST1_SMTP", "INGEST2_SMTP"} {
+		cmd.Env = append(cmd.Env, "MAYFLY_"+s+"="+h.addr)
+	}
+	for _, s := range []string{"EDGE1_ADMIN", "EDGE2_ADMIN", "INGEST1_ADMIN", "INGEST2_ADMIN"} {
+		cmd.Env = append(cmd.Env, "MAYFLY_"+s+"="+adminPort)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if c, err := net.Dial("tcp", smtp); err == nil {
+			c.Close()
+			for h.accepted.Load() == 0 && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond) // the probe reached the holder
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("haproxy did not listen within 10 s")
+		}
+	}
+	return api, smtp
+}
+
+// admitted dials n connections to addr from the addresses from(0) …
+// from(n-1) and returns how many more the server behind haproxy holds
+// once the count settles.
+func admitted(t *testing.T, h *holder, addr string, n int, from func(i int) netip.Addr) int64 {
+	t.Helper()
+	before := h.accepted.Load()
+	for i := range n {
+		// A refused connection may be reset before Dial returns.
+		if c, err := localnet.Dialer(from(i)).Dial("tcp", addr); err == nil {
+			t.Cleanup(func() { c.Close() })
+		}
+	}
+	last := int64(-1)
+	for range 50 {
+		time.Sleep(100 * time.Millisecond)
+		if got := h.accepted.Load(); got == last {
+			return got - before
+		} else {
+			last = got
+		}
+	}
+	t.Fatal("the held connections did not settle")
+	return 0
+}
+
+// haproxy's per-source caps count a client the way the nodes' limits do
+// (an IPv6 /64, however many of its addresses connect) and cap a network
+// (an IPv6 /48) as a whole, in both frontends; another network is still let
+// through. Before, the tables (type ip) counted exact addresses, so one /64
+// passed whole.
+func TestHAProxyCountsClientsAndNetworks(t *testing.T) {
+	block := localnet.Block6(t)
+	h := newHolder(t)
+	api, smtp := startHAProxy(t, h)
+	if got := admitted(t, h, smtp, 30, one64With(block, 1)); got != 20 {
+		t.Errorf("30 SMTP connections from one /64: %d let through, want MAYFLY_LB_SMTP_CONNS_PER_IP (20)", got)
+	}
+	spread := func(i int) netip.Addr { return localnet.Addr(block, uint16(2+i/10), uint64(i%10+1)) }
+	if got := admitted(t, h, smtp, 100, spread); got != 80 {
+		t.Errorf("100 more from 10 other /64s of the /48: %d let through, want the rest of MAYFLY_LB_SMTP_CONNS_PER_NET (100 - 20)", got)
+	}
+	if got := admitted(t, h, smtp, 1, func(int) netip.Addr { return netip.IPv6Loopback() }); got != 1 {
+		t.Errorf("another network: %d let through, want 1", got)
+	}
+
+	// The API's frontend refuses at accept a client over 200 and a
+	// network over 800 open connections (requests would be refused with
+	// 429 past 100 and 400).
+	if got := open(t, api, 250, one64With(block, 20)); got != 200 {
+		t.Errorf("250 idle API connections from one /64: %d kept, want MAYFLY_LB_HTTP_CONNS_PER_IP_HARD (200)", got)
+	}
+	if got := open(t, api, 900, func(i int) netip.Addr { return localnet.Addr(block, uint16(30+i/100), uint64(i%100+1)) }); got != 600 {
+		t.Errorf("900 more from nine other /64s: %d kept, want the rest of MAYFLY_LB_HTTP_CONNS_PER_NET_HARD (800 - 200)", got)
+	}
+}
+
+// one64With numbers addresses of the /64 subnet of block.
+func one64With(block netip.Prefix, subnet uint16) func(int) netip.Addr {
+	return func(i int) netip.Addr { return localnet.Addr(block, subnet, uint64(i+1)) }
+}
+
+// open dials n connections to addr from from(0) … from(n-1), sends nothing,
+// and returns how many haproxy keeps open (it closes a refused one at once).
+func open(t *testing.T, addr string, n int, from func(i int) netip.Addr) int {
+	t.Helper()
+	var conns []net.Conn
+	for i := range n {
+		if c, err := localnet.Dialer(from(i)).Dial("tcp", addr); err == nil {
+			t.Cleanup(func() { c.Close() })
+			conns = append(conns, c)
+		}
+	}
+	time.Sleep(500 * time.Millisecond)
+	kept := 0
+	for _, c := range conns {
+		_ = c.SetReadDeadline(time.Now().Add(time.Millisecond))
+		if _, err := c.Read(make([]byte, 1)); err != nil {
+			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				kept++
+			}
+		}
+	}
+	return kept
+}

@@ -276,6 +276,9 @@ func (c *Client) newInbox() *Inbox {
 	}}
 }
 
+// Client returns the Client the inbox was made with.
+func (in *Inbox) Client() *Client { return in.c }
+
 // Mailbox returns the inbox as last seen (creation, Select, Current, Extend).
 func (in *Inbox) Mailbox() Mailbox {
 	if m := in.mailbox.Load(); m != nil {

@@ -149,9 +149,11 @@ func TestClientAgainstService(t *testing.T) {
 	// Extensions add up to max_expires_at and stop there.
 	var exp time.Time
 	for range 7 {
-		if exp, err = in.Extend(ctx, 10); err != nil {
+		m, err := in.Extend(ctx, 10)
+		if err != nil {
 			t.Fatal(err)
 		}
+		exp = m.ExpiresAt
 		if exp.After(mb.MaxExpiresAt) {
 			t.Fatalf("Extend granted %v, past max_expires_at %v", exp, mb.MaxExpiresAt)
 		}

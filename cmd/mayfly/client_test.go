@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"net/smtp"
 	"os"
 	"path/filepath"
@@ -388,11 +389,25 @@ func TestCLI(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("events did not end after the inbox was deleted")
 	}
-	if _, err := os.Stat(jar); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("jar after delete: %v, want removed", err)
+	// After delete, a command on that name says it was deleted, not that
+	// there is no such inbox.
+	var errw bytes.Buffer
+	if code := cli.Main("mayfly inbox", []string{"wait", "--timeout", "1s"}, func(k string) string { return env[k] }, io.Discard, &errw); code != cli.ExitGone ||
+		!strings.Contains(errw.String(), "was deleted") || !strings.Contains(errw.String(), addr) {
+		t.Errorf("wait after delete: exit %d, %q; want %d saying the inbox %s was deleted", code, errw.String(), cli.ExitGone, addr)
 	}
 	if _, code := mayfly("list"); code != cli.ExitGone {
 		t.Errorf("list without an inbox: exit %d, want %d", code, cli.ExitGone)
+	}
+	// Nothing listens: exit 5, unreachable.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + l.Addr().String() + "/v1"
+	l.Close()
+	if _, code := mayfly("--base", closed, "--name", "elsewhere", "new"); code != cli.ExitUnreachable {
+		t.Errorf("new against %s (nothing listens): exit %d, want %d", closed, code, cli.ExitUnreachable)
 	}
 	if _, code := mayfly("frobnicate"); code != cli.ExitUsage {
 		t.Errorf("unknown command: exit %d, want %d", code, cli.ExitUsage)

@@ -79,7 +79,8 @@ commands:
                           RFC 3339 time (one received after it)
   extend [--minutes 10]   extend the inbox; print the expiry granted
   delete                  delete the inbox and forget it
-  events                  print each new message as a JSON line
+  events [--timeout D]    print each new message as a JSON line, until
+                          interrupted, the inbox is gone or --timeout
   list-inboxes [--json]   the jar's inboxes: name, address, expiry
   version                 print the tool's version
 
@@ -165,7 +166,9 @@ func (t *tool) run(ctx context.Context, args []string) int {
 		}
 	case "extend":
 		fs.IntVar(&f.minutes, "minutes", 10, "minutes to add (1 to 10)")
-	case "delete", "events", "version":
+	case "events":
+		fs.DurationVar(&f.timeout, "timeout", 0, "stop following after this long (default: until interrupted or the inbox is gone)")
+	case "delete", "version":
 	default:
 		return t.usage("unknown command " + cmd)
 	}
@@ -426,11 +429,19 @@ func (t *tool) command(ctx context.Context, cmd string, args []string, in *clien
 			return t.fail(err)
 		}
 	case "events":
+		// The client's events end at 20 s without a deadline: the tool
+		// follows until told otherwise.
+		follow := f.timeout
+		if follow <= 0 {
+			follow = 100 * 365 * 24 * time.Hour
+		}
+		ectx, cancel := context.WithTimeout(ctx, follow)
+		defer cancel()
 		enc := json.NewEncoder(t.out)
-		for ev, err := range in.Events(ctx) {
+		for ev, err := range in.Events(ectx) {
 			if err != nil {
-				if ctx.Err() != nil {
-					return ExitOK // interrupted
+				if ectx.Err() != nil {
+					return ExitOK // interrupted, or --timeout
 				}
 				return t.fail(err)
 			}

@@ -74,7 +74,9 @@ func exampleStack() (stop func(), err error) {
 	}
 	repo, _ := filepath.Abs("../..")
 	bin := filepath.Join(repo, "bin", "mayfly")
+	built := false // a binary of our own, removed after
 	if _, err := os.Stat(bin); err != nil {
+		built = true
 		bin = filepath.Join(os.TempDir(), fmt.Sprintf("mayfly-examples-%d", os.Getpid()))
 		build := exec.Command("go", "build", "-o", bin, "./cmd/mayfly")
 		build.Dir, build.Stderr = repo, os.Stderr
@@ -117,7 +119,7 @@ func exampleStack() (stop func(), err error) {
 			cmd.Process.Kill()
 			<-done
 		}
-		if strings.HasPrefix(bin, os.TempDir()) {
+		if built {
 			os.Remove(bin)
 		}
 	}

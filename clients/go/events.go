@@ -247,6 +247,12 @@ func (in *Inbox) openStream(ctx context.Context) (*http.Response, error) {
 	req.Header.Set("User-Agent", in.c.ua)
 	hc := &http.Client{Transport: in.c.transport, Jar: in.jar, CheckRedirect: in.hc.CheckRedirect} // no overall timeout: a stream lives long
 	resp, err := hc.Do(req)
+	switch {
+	case err == nil:
+		in.noteTransport(nil) // an answer: the service is reachable
+	case ctx.Err() == nil:
+		in.noteTransport(err)
+	}
 	if !timer.Stop() && err == nil {
 		resp.Body.Close()
 		err = fmt.Errorf("no answer within %v", in.c.openTimeout)
@@ -326,6 +332,7 @@ func (f *follower) read(ctx context.Context, resp *http.Response, emit func(Even
 		}
 	}()
 	for sc.Scan() {
+		f.in.noteTransport(nil) // the stream speaks: the service is reachable
 		heard = true
 		idle.Reset(f.in.c.idle)
 		line := sc.Text()

@@ -579,3 +579,32 @@ func TestVersionAndHelp(t *testing.T) {
 		t.Fatalf("mayfly --help: %q, %v", out.String(), err)
 	}
 }
+
+// TestCLIUnreachableAndEventsTimeout: `events --timeout` ends quietly (exit
+// 0) when it runs out; a `wait` whose service stopped answering exits 5
+// after about 10 s, naming the URL, instead of running out its timeout.
+func TestCLIUnreachableAndEventsTimeout(t *testing.T) {
+	t.Parallel()
+	s := startStack(t, nil)
+	env := map[string]string{"MAYFLY_URL": s.api, "XDG_STATE_HOME": t.TempDir()}
+	mayfly := func(args ...string) (string, int) {
+		var out bytes.Buffer
+		code := cli.Main("mayfly inbox", args, func(k string) string { return env[k] }, &out, &out)
+		return out.String(), code
+	}
+	if out, code := mayfly("new"); code != cli.ExitOK {
+		t.Fatalf("new: exit %d: %s", code, out)
+	}
+	start := time.Now()
+	if out, code := mayfly("events", "--timeout", "1s"); code != cli.ExitOK || time.Since(start) > 5*time.Second {
+		t.Fatalf("events --timeout 1s: exit %d after %v: %s", code, time.Since(start), out)
+	}
+	s.stop()
+	start = time.Now()
+	out, code := mayfly("wait", "--timeout", "30s")
+	if took := time.Since(start); code != cli.ExitUnreachable || took < 9*time.Second || took > 15*time.Second ||
+		!strings.Contains(out, s.api) {
+		t.Fatalf("wait on a stopped service: exit %d after %v: %s; want %d after about 10 s, naming %s",
+			code, took, out, cli.ExitUnreachable, s.api)
+	}
+}

@@ -183,12 +183,12 @@ var ErrUnreachable = errors.New("mayfly: the service is unreachable")
 type unreachable struct {
 	url  string
 	last error
-	for_ time.Duration
+	down time.Duration
 }
 
 func (u unreachable) Error() string {
 	return fmt.Sprintf("%s: %s answered nothing for %v (last error: %s)", ErrUnreachable, u.url,
-		u.for_.Round(100*time.Millisecond), strings.TrimPrefix(errText(u.last), "mayfly: "))
+		u.down.Round(100*time.Millisecond), strings.TrimPrefix(errText(u.last), "mayfly: "))
 }
 
 func (u unreachable) Unwrap() []error {

@@ -534,7 +534,7 @@ func (in *Inbox) ExpectNoMessage(ctx context.Context, m Match, within time.Durat
 		return &UnexpectedMessageError{Message: msgs[0]}
 	case errors.Is(context.Cause(wctx), errWindowEnded) && errors.Is(err, ErrWaitTimeout) && ctx.Err() == nil:
 		if failing, last := in.downSince(); !failing.IsZero() && failing.After(start) {
-			return unreachable{url: in.c.base.String(), last: last, for_: time.Since(failing)}
+			return unreachable{url: in.c.base.String(), last: last, down: time.Since(failing)}
 		}
 		return nil
 	}
@@ -595,7 +595,7 @@ func (in *Inbox) watch(ctx context.Context, start time.Time, stop context.Cancel
 			continue
 		}
 		if down := time.Since(later(failing, start)); down >= in.c.unreachable {
-			stop(unreachable{url: in.c.base.String(), last: last, for_: down})
+			stop(unreachable{url: in.c.base.String(), last: last, down: down})
 			return
 		}
 	}

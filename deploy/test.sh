@@ -9,6 +9,12 @@
 # Extra arguments go to `go test` in place of ./... (e.g. `./storage/...`);
 # GOTESTFLAGS adds flags (e.g. GOTESTFLAGS='-run TestX -v').
 #
+# On a full run every client suite writes its runner's report (go test
+# -json, node's JUnit reporter, pytest --junitxml) under $MAYFLY_TEST_REPORTS
+# (default: a directory in the run's temp dir, removed with it), and
+# clients/check-scenarios.sh then checks that each scenario of
+# clients/SCENARIOS.md ran and passed in every client's report.
+#
 # MAYFLY_TEST_TLS=1 makes the shared cluster one like a managed Redis: a
 # random password and TLS only, with certificates made for the run
 # (storage/storagetest/gencerts); the tests reach it through
@@ -23,6 +29,25 @@ repo=$(cd "$here/.." && pwd)
 bash "$here/install-deps.sh" --checks
 
 ms() { date +%s%3N; }
+
+# node_test_with_reports DIR runs the package's `npm test` script with
+# node's JUnit reporter added to each `node --test` in it (a report per
+# run, under DIR) beside the usual spec output. (npm test -- FLAGS would put
+# the flags after the test files, where node takes them for files; and
+# NODE_OPTIONS would reach a node --test that a test itself starts.)
+node_test_with_reports() {
+	local dir=$1 script n=0 out=""
+	script=$(node -p 'require("./package.json").scripts.test')
+	while [[ $script == *"node --test"* ]]; do
+		n=$((n + 1))
+		out+="${script%%node --test*}node --test --test-reporter=spec --test-reporter-destination=stdout"
+		out+=" --test-reporter=junit --test-reporter-destination=$dir/node-$n.xml"
+		script=${script#*node --test}
+	done
+	out+=$script
+	((n > 0)) || echo "test.sh: the npm test script runs no node --test: no report" >&2
+	PATH=$PWD/node_modules/.bin:$PATH bash -c "$out"
+}
 
 MAYFLY_CLUSTER_DIR=$(mktemp -d "${TMPDIR:-/tmp}/mayfly-test-cluster.XXXXXX")
 export MAYFLY_CLUSTER_DIR
@@ -58,19 +83,26 @@ log "cluster $addrs up in $(($(ms) - t0)) ms"
 pkgs=("$@")
 ((${#pkgs[@]} > 0)) || pkgs=(./...)
 cd "$repo"
+reports=${MAYFLY_TEST_REPORTS:-$MAYFLY_CLUSTER_DIR/reports}
+mkdir -p "$reports/go" "$reports/typescript" "$reports/python"
+reports=$(cd "$reports" && pwd)
+# -v among GOTESTFLAGS: the text shows every test's output.
+verbose=()
+[[ " ${GOTESTFLAGS:-} " =~ \ -(test\.)?v(=true)?\  ]] && verbose=(-v)
 set +e
+# go test -json (the report) shown as go test's usual text.
 # shellcheck disable=SC2086 # GOTESTFLAGS is a list of flags
-MAYFLY_TEST_REDIS_ADDRS=$addrs go test -race -count=1 -timeout 8m ${GOTESTFLAGS:-} "${pkgs[@]}"
-rc=$?
+MAYFLY_TEST_REDIS_ADDRS=$addrs go test -json -race -count=1 -timeout 8m ${GOTESTFLAGS:-} "${pkgs[@]}" |
+	tee "$reports/go/root.json" | python3 "$here/gotest-text.py" "${verbose[@]}"
+rc=${PIPESTATUS[0]}
 # The client's own module (standard library only: no server dependency), its
-# fault-injection tests and examples; its tests against the real service are
-# in cmd/mayfly.
+# fault-injection tests and its examples, which run against a bin/mayfly
+# of their own on this cluster (example_main_test.go); its scenarios are in
+# cmd/mayfly.
 if ((rc == 0)) && [[ ${pkgs[*]} == ./... ]]; then
-	(cd clients/go && go test -race -count=1 ./...) || rc=$?
-fi
-# Every client's tests name every scenario of clients/SCENARIOS.md.
-if ((rc == 0)) && [[ ${pkgs[*]} == ./... ]]; then
-	bash clients/check-scenarios.sh || rc=$?
+	go build -o bin/mayfly ./cmd/mayfly &&
+		(cd clients/go && MAYFLY_TEST_REDIS_ADDRS=$addrs go test -json -race -count=1 ./... |
+			tee "$reports/go/client.json" | python3 "$here/gotest-text.py"; exit "${PIPESTATUS[0]}") || rc=$?
 fi
 # The TypeScript client (clients/typescript): its unit and package tests and
 # the scenarios of clients/SCENARIOS.md against its own `bin/mayfly all` on
@@ -78,7 +110,7 @@ fi
 if ((rc == 0)) && [[ ${pkgs[*]} == ./... ]]; then
 	go build -o bin/mayfly ./cmd/mayfly &&
 		(cd clients/typescript && npm ci --prefer-offline --no-audit --no-fund --loglevel=error &&
-			MAYFLY_TEST_REDIS_ADDRS=$addrs npm test) || rc=$?
+			MAYFLY_TEST_REDIS_ADDRS=$addrs node_test_with_reports "$reports/typescript") || rc=$?
 fi
 # The Python client's scenario suite (clients/python/tests, about 50 s): its
 # harness starts its own bin/mayfly against this cluster. pytest is Debian's
@@ -87,7 +119,12 @@ if ((rc == 0)) && [[ ${pkgs[*]} == ./... ]]; then
 	py=python3
 	"$py" -c 'import pytest' 2>/dev/null || py=/usr/bin/python3
 	go build -o bin/mayfly ./cmd/mayfly &&
-		MAYFLY_TEST_REDIS_ADDRS=$addrs "$py" -m pytest -q -p no:cacheprovider clients/python/tests || rc=$?
+		MAYFLY_TEST_REDIS_ADDRS=$addrs "$py" -m pytest -q -p no:cacheprovider \
+			--junitxml="$reports/python/pytest.xml" clients/python/tests || rc=$?
+fi
+# Every client's scenario tests ran and passed, by the runners' reports.
+if ((rc == 0)) && [[ ${pkgs[*]} == ./... ]]; then
+	bash clients/check-scenarios.sh --reports "$reports" || rc=$?
 fi
 # The deploy artifacts' own module (Kubernetes types, buildkit's Dockerfile
 # parser: kept out of Mayfly's go.mod) on every full run.

@@ -111,7 +111,17 @@ type Client struct {
 	poll        time.Duration
 	openTimeout time.Duration
 	idle        time.Duration
+	waitDefault time.Duration // a wait whose ctx has no deadline gets this
+	unreachable time.Duration // a wait fails with ErrUnreachable after this long without an answer (<0: never)
 }
+
+// DefaultWaitTimeout bounds a wait (WaitForMessage, WaitForMessages,
+// ExpectNoMessage, Events) whose context has no deadline.
+const DefaultWaitTimeout = 20 * time.Second
+
+// DefaultUnreachableAfter is how long every attempt of a wait may fail at
+// the transport level before the wait fails with ErrUnreachable.
+const DefaultUnreachableAfter = 10 * time.Second
 
 // discard is slog.DiscardHandler, which needs Go 1.24 (the module builds
 // with 1.23).
@@ -167,18 +177,42 @@ func WithStreamTimeouts(open, idle time.Duration) Option {
 	}
 }
 
+// WithDefaultTimeout sets how long a wait whose context has no deadline
+// lasts (default DefaultWaitTimeout, 20 s). A context's deadline always
+// wins.
+func WithDefaultTimeout(d time.Duration) Option {
+	return func(c *Client) {
+		if d > 0 {
+			c.waitDefault = d
+		}
+	}
+}
+
+// WithUnreachableAfter sets how long every attempt of a wait may fail at
+// the transport level (no HTTP answer at all) before the wait fails early
+// with ErrUnreachable (default DefaultUnreachableAfter, 10 s); a negative d
+// never does.
+func WithUnreachableAfter(d time.Duration) Option {
+	return func(c *Client) {
+		if d != 0 {
+			c.unreachable = d
+		}
+	}
+}
+
 // New returns a Client for the API at baseURL, which includes the version
 // prefix (e.g. "http://127.0.0.1:8080/v1").
 func New(baseURL string, opts ...Option) (*Client, error) {
 	u, err := url.Parse(strings.TrimSuffix(baseURL, "/"))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("mayfly: base URL %q: want http(s)://host/v1", baseURL)
+		return nil, fmt.Errorf("mayfly: base URL %q: want http(s)://host/v1 (MAYFLY_URL unset?)", baseURL)
 	}
 	c := &Client{
 		base: u, transport: http.DefaultTransport, timeout: 30 * time.Second,
 		ua: "mayfly-go-client/1", log: slog.New(discard{}),
 		retry: RetryPolicy{}.withDefaults(), poll: MinPollInterval,
 		openTimeout: 10 * time.Second, idle: 65 * time.Second,
+		waitDefault: DefaultWaitTimeout, unreachable: DefaultUnreachableAfter,
 	}
 	for _, o := range opts {
 		o(c)
@@ -201,6 +235,33 @@ type Inbox struct {
 	mu       sync.Mutex
 	returned map[string]bool // messages returned by a wait or Message: "unseen" skips them
 	order    []string        // returned, oldest first (bounded by maxReturned)
+	// failing is when the current run of transport failures (no HTTP
+	// answer) began; zero once anything answered. lastFail is the last.
+	failing  time.Time
+	lastFail error
+}
+
+// noteTransport records the outcome of one attempt: err nil means an HTTP
+// answer came (whatever its status).
+func (in *Inbox) noteTransport(err error) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if err == nil {
+		in.failing, in.lastFail = time.Time{}, nil
+		return
+	}
+	if in.failing.IsZero() {
+		in.failing = time.Now()
+	}
+	in.lastFail = err
+}
+
+// downSince is when the current run of transport failures began (zero:
+// the last attempt had an answer) and its last error.
+func (in *Inbox) downSince() (time.Time, error) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.failing, in.lastFail
 }
 
 // maxReturned bounds the ids an Inbox remembers as returned: a mailbox keeps
@@ -215,6 +276,9 @@ func (c *Client) newInbox() *Inbox {
 	}}
 }
 
+// Client returns the Client the inbox was made with.
+func (in *Inbox) Client() *Client { return in.c }
+
 // Mailbox returns the inbox as last seen (creation, Select, Current, Extend).
 func (in *Inbox) Mailbox() Mailbox {
 	if m := in.mailbox.Load(); m != nil {
@@ -223,13 +287,65 @@ func (in *Inbox) Mailbox() Mailbox {
 	return Mailbox{}
 }
 
+// CreateOption configures one CreateInbox.
+type CreateOption func(*createOptions)
+
+type createOptions struct{ waitForCapacity bool }
+
+// WaitForCapacity makes CreateInbox wait out a creation limit instead of
+// failing at once: the Retry-After the service names, or polls every
+// second for the active-inbox cap, within ctx's deadline (DefaultWaitTimeout
+// when ctx has none); past it, the last creation-limit error. For parallel
+// suites on the public limits.
+func WaitForCapacity() CreateOption { return func(o *createOptions) { o.waitForCapacity = true } }
+
 // CreateInbox creates an inbox that lives for lifetime (whole minutes, 1 to
 // 10; 0 means the service's default) and selects it in a new cookie jar. A
 // request-rate 429 and a refused connection are retried (nothing was done);
 // a timeout or a broken connection after sending is not (an inbox may have
-// been created). A creation limit is returned at once: the error matches
-// ErrCreationLimit and carries the wait the service asked for (RetryAfter).
-func (c *Client) CreateInbox(ctx context.Context, lifetime time.Duration) (*Inbox, error) {
+// been created). A creation limit is returned at once (unless
+// WaitForCapacity): the error matches ErrCreationLimit and carries the wait
+// the service asked for (RetryAfter).
+func (c *Client) CreateInbox(ctx context.Context, lifetime time.Duration, opts ...CreateOption) (*Inbox, error) {
+	var o createOptions
+	for _, f := range opts {
+		f(&o)
+	}
+	if !o.waitForCapacity {
+		return c.createInbox(ctx, lifetime)
+	}
+	ctx, cancel := c.waitContext(ctx)
+	defer cancel()
+	for {
+		in, err := c.createInbox(ctx, lifetime)
+		var e *Error
+		if !errors.Is(err, ErrCreationLimit) || !errors.As(err, &e) {
+			return in, err
+		}
+		wait := e.RetryAfter
+		if wait <= 0 {
+			wait = time.Second // the active cap: an inbox must be deleted or expire
+		}
+		wait += rand.N(250 * time.Millisecond)
+		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
+			return nil, err
+		}
+		c.log.Debug("mayfly: waiting for capacity", "code", e.Code, "wait", wait)
+		if sleep(ctx, wait) != nil {
+			return nil, err
+		}
+	}
+}
+
+// waitContext gives ctx the default wait deadline when it has none.
+func (c *Client) waitContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, c.waitDefault)
+}
+
+func (c *Client) createInbox(ctx context.Context, lifetime time.Duration) (*Inbox, error) {
 	body := []byte("{}")
 	if lifetime > 0 {
 		minutes := int((lifetime + time.Minute - 1) / time.Minute)
@@ -274,23 +390,41 @@ func (in *Inbox) Current(ctx context.Context) (Mailbox, error) {
 	return in.mailboxCall(ctx, http.MethodGet, "/mailboxes/current", nil, kindRead)
 }
 
-// Extend asks for minutes (1 to 10) more and returns the expiry granted,
-// which never passes max_expires_at: the grant may be smaller, or none.
-func (in *Inbox) Extend(ctx context.Context, minutes int) (time.Time, error) {
-	m, err := in.mailboxCall(ctx, http.MethodPatch, "/mailboxes/current",
+// Extend asks for minutes (1 to 10) more and returns the mailbox with the
+// expiry granted (ExpiresAt), which never passes MaxExpiresAt: the grant
+// may be smaller, or none.
+func (in *Inbox) Extend(ctx context.Context, minutes int) (Mailbox, error) {
+	return in.mailboxCall(ctx, http.MethodPatch, "/mailboxes/current",
 		[]byte(`{"extension_minutes":`+strconv.Itoa(minutes)+`}`), kindWrite)
-	return m.ExpiresAt, err
 }
 
 // Delete destroys the inbox and its messages; the jar's session is cleared.
-// From then on every method of the Inbox, Delete included, returns
-// ErrInboxGone without sending a request.
+// It is idempotent: an inbox already gone (deleted by this Inbox or
+// another copy, expired) is no error, so a test's cleanup can always call
+// it. From then on every other method of the Inbox returns ErrInboxGone
+// without sending a request. DeleteExisted also says whether it existed.
 func (in *Inbox) Delete(ctx context.Context) error {
-	err := in.call(ctx, http.MethodDelete, "/mailboxes/current", nil, kindWrite, nil)
-	if err == nil {
-		in.goneErr.CompareAndSwap(nil, &gone{})
-	}
+	_, err := in.DeleteExisted(ctx)
 	return err
+}
+
+// DeleteExisted is Delete, and reports whether the inbox still existed:
+// false when it was already gone (no request is sent when this Inbox knew
+// it).
+func (in *Inbox) DeleteExisted(ctx context.Context) (existed bool, err error) {
+	if in.Gone() != nil {
+		return false, nil
+	}
+	err = in.call(ctx, http.MethodDelete, "/mailboxes/current", nil, kindWrite, nil)
+	switch {
+	case err == nil:
+		in.goneErr.CompareAndSwap(nil, &gone{})
+		return true, nil
+	case isGone(err):
+		in.markGone(err)
+		return false, nil
+	}
+	return false, err
 }
 
 // Gone returns the ErrInboxGone error once the inbox is known to be gone
@@ -442,6 +576,9 @@ func (in *Inbox) try(ctx context.Context, method, path string, body []byte, kind
 		return 0, err
 	}
 	err = decode(resp, out)
+	if e, ok := err.(*Error); ok {
+		e.Method, e.URL = method, in.c.base.String()+path
+	}
 	var apiErr *Error
 	if !errors.As(err, &apiErr) {
 		return 0, err
@@ -508,8 +645,12 @@ func (in *Inbox) send(ctx context.Context, method, path string, body []byte, acc
 		if errors.As(err, &ue) {
 			err = ue.Err // its text repeats the method and the full URL
 		}
-		return nil, fmt.Errorf("mayfly: %s %s: %w", method, redactPath(path), err)
+		if ctx.Err() == nil {
+			in.noteTransport(err)
+		}
+		return nil, fmt.Errorf("mayfly: %s %s: %w", method, in.c.base.String()+path, err)
 	}
+	in.noteTransport(nil)
 	return resp, nil
 }
 
@@ -573,23 +714,62 @@ func sleep(ctx context.Context, d time.Duration) error {
 
 // SavedCookie is a cookie of a saved inbox.
 type SavedCookie struct {
-	Name    string    `json:"name"`
-	Value   string    `json:"value"`
-	Path    string    `json:"path"`
-	Expires time.Time `json:"expires"` // zero: a session cookie
-	Secure  bool      `json:"secure,omitempty"`
+	Name    string
+	Value   string
+	Path    string
+	Expires time.Time // zero: a session cookie (omitted from the JSON)
+	Secure  bool
 }
 
+type savedCookieJSON struct {
+	Name    string     `json:"name"`
+	Value   string     `json:"value"`
+	Path    string     `json:"path"`
+	Expires *time.Time `json:"expires,omitempty"`
+	Secure  bool       `json:"secure,omitempty"`
+}
+
+// MarshalJSON writes the shared state format's cookie: expires (RFC 3339,
+// whole seconds) only for a persistent cookie.
+func (c SavedCookie) MarshalJSON() ([]byte, error) {
+	j := savedCookieJSON{Name: c.Name, Value: c.Value, Path: c.Path, Secure: c.Secure}
+	if !c.Expires.IsZero() {
+		t := c.Expires.UTC().Truncate(time.Second)
+		j.Expires = &t
+	}
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON reads the shared state format's cookie.
+func (c *SavedCookie) UnmarshalJSON(b []byte) error {
+	var j savedCookieJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*c = SavedCookie{Name: j.Name, Value: j.Value, Path: j.Path, Secure: j.Secure}
+	if j.Expires != nil {
+		c.Expires = *j.Expires
+	}
+	return nil
+}
+
+// StateVersion is the version of the state format State writes.
+const StateVersion = 1
+
 // State is what Restore needs to take an inbox up again in another process:
-// the service, the mailbox and the jar's cookies. It holds secrets: keep it
-// where only its owner can read it, never in logs.
+// the service, the mailbox, the jar's cookies and the messages already
+// returned. Its JSON is the format the three official clients share
+// (clients/SCENARIOS.md, "Save and restore"): a state written by the
+// TypeScript or Python client restores here, and this one there. It holds
+// secrets: keep it where only its owner can read it, never in logs.
 type State struct {
+	Version int           `json:"version"`
 	Base    string        `json:"base"`
 	Mailbox Mailbox       `json:"mailbox"`
 	Cookies []SavedCookie `json:"cookies"`
 	// Seen lists the messages already returned (by a wait or Message),
 	// oldest first: a restored Inbox's SinceUnseen waits pass over them.
-	Seen []string `json:"seen,omitempty"`
+	Seen []string `json:"seen"`
 	// Gone is set once the inbox is known to be gone.
 	Gone bool `json:"gone,omitempty"`
 }
@@ -599,11 +779,24 @@ func (in *Inbox) State() State {
 	in.mu.Lock()
 	seen := slices.Clone(in.order)
 	in.mu.Unlock()
-	return State{Base: in.c.base.String(), Mailbox: in.Mailbox(), Cookies: in.jar.saved(), Seen: seen, Gone: in.Gone() != nil}
+	if seen == nil {
+		seen = []string{}
+	}
+	cookies := in.jar.saved()
+	if cookies == nil {
+		cookies = []SavedCookie{}
+	}
+	return State{Version: StateVersion, Base: in.c.base.String(), Mailbox: in.Mailbox(), Cookies: cookies, Seen: seen, Gone: in.Gone() != nil}
 }
 
-// Restore takes up an inbox saved with State. It makes no request.
+// Restore takes up an inbox saved with State (by this client or another
+// official one). It makes no request. A state of another version, or of
+// another service, is refused. (A state without a version, written before
+// the shared format, reads as version 1.)
 func (c *Client) Restore(st State) (*Inbox, error) {
+	if st.Version != StateVersion && st.Version != 0 {
+		return nil, fmt.Errorf("mayfly: state version %d: this client reads version %d", st.Version, StateVersion)
+	}
 	if strings.TrimSuffix(st.Base, "/") != c.base.String() {
 		return nil, fmt.Errorf("mayfly: the inbox belongs to %s, not %s", st.Base, c.base)
 	}

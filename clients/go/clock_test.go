@@ -1,6 +1,7 @@
 package client
 
 import (
+	"flag"
 	"net/url"
 	"os"
 	"testing"
@@ -14,8 +15,42 @@ import (
 const clockShift = 40 * 365 * 24 * time.Hour
 
 func TestMain(m *testing.M) {
-	wallClock = func() time.Time { return time.Now().Add(clockShift) }
-	os.Exit(m.Run())
+	shifted := func() time.Time { return time.Now().Add(clockShift) }
+	wallClock = shifted
+	if ExamplesMain == nil {
+		os.Exit(m.Run())
+	}
+	// The examples that talk to a real service (example_main_test.go) take
+	// its cookies' dates: they run after the tests, on the real calendar.
+	phases, stop := ExamplesMain()
+	code := 0
+	for _, p := range phases {
+		if p.RealClock {
+			wallClock = time.Now
+		} else {
+			wallClock = shifted
+		}
+		if p.Run != "" {
+			flag.Set("test.run", p.Run)
+		}
+		if c := m.Run(); c != 0 {
+			code = c
+		}
+	}
+	stop()
+	os.Exit(code)
+}
+
+// ExamplesMain, set by the external test package (example_main_test.go),
+// starts what the examples run against and says how to run the tests and
+// examples: in phases (a -test.run each, on the shifted calendar or the
+// real one), then stop.
+var ExamplesMain func() (phases []TestPhase, stop func())
+
+// TestPhase is one m.Run of TestMain.
+type TestPhase struct {
+	Run       string // -test.run for it; "" keeps the command line's
+	RealClock bool
 }
 
 // TestClockShifted guards the guard: if TestMain stopped shifting the clock,

@@ -6,10 +6,16 @@
 // system under test send mail to its address, wait for the message, read the
 // code:
 //
-//	c, _ := client.New("https://mayfly.example/v1")
+//	c, err := client.New(os.Getenv("MAYFLY_URL")) // e.g. https://mayfly.example/v1
+//	if err != nil { ... }
 //	inbox, err := c.CreateInbox(ctx, 10*time.Minute)
 //	// ... sign up with inbox.Mailbox().Address ...
 //	msg, err := inbox.WaitForMessage(ctx, client.Match{Subject: regexp.MustCompile(`Your code`)})
+//	code, ok := client.Code(msg, nil)
+//
+// In a Go test, package clienttest gives one inbox per test
+// (clienttest.NewInbox(t)), deleted when the test ends, with waits bounded
+// by the test's deadline.
 //
 // # Inboxes and cookies
 //
@@ -30,9 +36,10 @@
 // the official clients), and never past the caller's deadline: when the
 // next wait would pass it, the last error is returned.
 //
-//   - a request-rate 429 (RATE_LIMITED) and a 503 REQUEST_PROTECTION were
-//     refused before anything was done: every call, creation included,
-//     waits Retry-After (1 s) plus up to 250 ms of jitter and tries again;
+//   - a request-rate 429 (RATE_LIMITED, or any 429 that is not a creation
+//     limit) and a 503 REQUEST_PROTECTION were refused before anything was
+//     done: every call, creation included, waits Retry-After (else 1 s) plus
+//     up to 250 ms of jitter and tries again;
 //   - a refused connection sent nothing: every call tries again after a
 //     backoff (a random wait between zero and RetryPolicy.BaseDelay·2^n,
 //     capped at MaxDelay: full jitter);
@@ -41,20 +48,24 @@
 //     /mailboxes (it may have created an inbox), never PATCH or DELETE;
 //   - a creation limit (ErrCreationLimit: the per-IP windows, the active
 //     cap, the global cap) is returned at once, with the wait the service
-//     asked for in Error.RetryAfter;
+//     asked for in Error.RetryAfter, unless the creation asked to wait
+//     (WaitForCapacity);
 //   - a call makes at most RetryPolicy.MaxAttempts (6) attempts; a request
 //     rate still refused then matches ErrRateLimited.
 //
 // Compare errors with errors.Is and the sentinels (ErrInboxGone,
-// ErrCreationLimit, ErrRateLimited, ErrWaitTimeout, ...); errors.As gives
-// the *Error with the status, the stable code, the message, the details and
-// the request id.
+// ErrCreationLimit, ErrRateLimited, ErrWaitTimeout, ErrUnreachable, ...);
+// errors.As gives the *Error with the method and URL, the status, the stable
+// code, the message, the details and the request id. Every error names the
+// method and URL it went to (never a cookie).
 //
 // # Gone
 //
 // After Inbox.Delete, or once the service refuses the inbox's session (it
 // expired, or was deleted through another copy of the jar), every method
-// returns ErrInboxGone; after Delete without sending a request.
+// returns ErrInboxGone (which also matches ErrSessionInvalid); after Delete
+// without sending a request. Delete itself is idempotent: deleting a gone
+// inbox is no error (DeleteExisted says whether it still existed).
 //
 // # Waiting
 //
@@ -67,11 +78,23 @@
 // in a row (no answer within the open timeout, an error answer, or a stream
 // that sends nothing, not even a heartbeat, within the idle timeout) polls
 // the message list every 5 seconds (never faster, as the API asks). It keeps
-// going across node restarts and outages until its context's deadline, then
-// fails with ErrWaitTimeout.
+// going across node restarts and outages until its context's deadline
+// (DefaultWaitTimeout, 20 s, when the context has none), then fails with
+// ErrWaitTimeout, whose text says why: the messages that arrived and did not
+// match, or that none did, or the last error. When no attempt has had any
+// HTTP answer for 10 s (WithUnreachableAfter), it fails early with
+// ErrUnreachable. Failed messages (status "failed": the service could not
+// parse them) are returned like the others. WaitForMessages waits for n
+// messages; ExpectNoMessage asserts that none arrives within a window.
 //
-// Links and Code are the helpers test authors otherwise write by hand: the
-// links of a message (text and HTML, unescaped) and its verification code.
+// Inbox.State and Client.Restore carry an inbox between processes in the
+// JSON format the official clients share: a state written by the
+// TypeScript or Python client restores here.
+//
+// Links, LinksWithText, Code and Codes are the helpers test authors
+// otherwise write by hand: the links of a message (text and HTML,
+// unescaped; with the anchors' text) and its verification code (the digits
+// next to a word such as "code", not the order number before them).
 //
 // # Events
 //
@@ -86,5 +109,6 @@
 // the client logs a warning and polls for a minute before taking the stream
 // back, so two programs do not cut each other off in turn. Events ends with
 // ErrInboxGone when the inbox expired or was deleted: an expired inbox
-// cannot be recovered, create a new one.
+// cannot be recovered, create a new one; and with the wait-timeout error at
+// its context's deadline (20 s when it has none).
 package client

@@ -14,6 +14,10 @@ import (
 // Error is an error answer of the API: its status, its stable code, the
 // message, the details and the request id to quote when reporting a problem.
 type Error struct {
+	// Method and URL are the request's (the URL names no cookie; its query
+	// is kept): every error says where it went.
+	Method    string
+	URL       string
 	Status    int
 	Code      string // error.code; empty when the body was not the envelope
 	Message   string
@@ -23,7 +27,12 @@ type Error struct {
 	RetryAfter time.Duration
 }
 
-func (e *Error) Error() string { return "mayfly: " + e.text() }
+func (e *Error) Error() string {
+	if e.Method == "" {
+		return "mayfly: " + e.text()
+	}
+	return "mayfly: " + e.Method + " " + e.URL + ": " + e.text()
+}
 
 // text is the error without the package prefix: the status, the code, the
 // message, the details (sorted by key) and the request id.
@@ -147,27 +156,87 @@ func (g gone) Error() string {
 	switch {
 	case g.err == nil:
 		return ErrInboxGone.Error()
+	case errors.As(g.err, &e) && e.Method != "":
+		return ErrInboxGone.Error() + " (" + e.Method + " " + e.URL + ": " + e.text() + ")"
 	case errors.As(g.err, &e):
 		return ErrInboxGone.Error() + " (" + e.text() + ")"
 	}
 	return ErrInboxGone.Error() + ": " + strings.TrimPrefix(g.err.Error(), "mayfly: ")
 }
 
+// Unwrap gives ErrInboxGone, ErrSessionInvalid (a gone inbox's session is
+// invalid: clients/SCENARIOS.md) and the error that showed it, if any.
 func (g gone) Unwrap() []error {
 	if g.err == nil {
-		return []error{ErrInboxGone}
+		return []error{ErrInboxGone, ErrSessionInvalid}
 	}
-	return []error{ErrInboxGone, g.err}
+	return []error{ErrInboxGone, ErrSessionInvalid, g.err}
 }
 
-// waitTimeout is the error of a wait whose deadline passed.
-type waitTimeout struct{ last error }
+// ErrUnreachable: every attempt of a wait failed at the transport level
+// (no HTTP answer: connection refused or reset, a timeout) for the
+// unreachable window (10 s by default, WithUnreachableAfter) in a row. The
+// wait ends early with it rather than run out its deadline.
+var ErrUnreachable = errors.New("mayfly: the service is unreachable")
+
+// unreachable is ErrUnreachable with the URL, the last error and how long.
+type unreachable struct {
+	url  string
+	last error
+	down time.Duration
+}
+
+func (u unreachable) Error() string {
+	return fmt.Sprintf("%s: %s answered nothing for %v (last error: %s)", ErrUnreachable, u.url,
+		u.down.Round(100*time.Millisecond), strings.TrimPrefix(errText(u.last), "mayfly: "))
+}
+
+func (u unreachable) Unwrap() []error {
+	if u.last == nil {
+		return []error{ErrUnreachable}
+	}
+	return []error{ErrUnreachable, u.last}
+}
+
+func errText(err error) string {
+	if err == nil {
+		return "none"
+	}
+	return err.Error()
+}
+
+// waitTimeout is the error of a wait whose deadline passed: it says why
+// (clients/SCENARIOS.md, "The wait timeout explains itself").
+type waitTimeout struct {
+	last    error         // the last transient error passed over
+	down    time.Duration // for how long no attempt has had an answer (0: it answers)
+	arrived int           // new messages that did not match
+	first   string        // the first one's subject
+	want    int           // WaitForMessages: how many were asked for
+	got     int           // and how many matched
+	events  bool          // Events' deadline, not a wait's
+}
 
 func (w waitTimeout) Error() string {
-	if w.last == nil {
-		return ErrWaitTimeout.Error()
+	var b strings.Builder
+	b.WriteString(ErrWaitTimeout.Error())
+	if w.want > 1 {
+		fmt.Fprintf(&b, ": %d of %d matching messages", w.got, w.want)
 	}
-	return ErrWaitTimeout.Error() + " (last error: " + strings.TrimPrefix(w.last.Error(), "mayfly: ") + ")"
+	switch {
+	case w.events:
+		b.WriteString(": the event stream's deadline passed")
+	case w.down > 0:
+		fmt.Fprintf(&b, ": the service has been unreachable for %v", w.down.Round(100*time.Millisecond))
+	case w.arrived > 0:
+		fmt.Fprintf(&b, ": %d messages arrived, none matched (first: %q)", w.arrived, w.first)
+	case w.want <= 1:
+		b.WriteString(": no message arrived")
+	}
+	if w.last != nil {
+		b.WriteString(" (last error: " + strings.TrimPrefix(w.last.Error(), "mayfly: ") + ")")
+	}
+	return b.String()
 }
 
 func (w waitTimeout) Unwrap() []error { return []error{ErrWaitTimeout, context.DeadlineExceeded} }

@@ -48,7 +48,10 @@ func (e errOpen) Unwrap() error { return e.err }
 // stream again, so two programs following one inbox do not cut each other
 // off in turn. It ends with an error: ErrInboxGone when the inbox expired
 // or was deleted, ErrStreamBusy when another stream of this Inbox runs, the
-// context's error when ctx ends. Breaking out of the loop closes the stream.
+// wait-timeout error (ErrWaitTimeout, context.DeadlineExceeded) at ctx's
+// deadline — DefaultWaitTimeout (20 s) when ctx has none: give a longer
+// deadline to follow an inbox for longer — and context.Canceled when ctx is
+// cancelled. Breaking out of the loop closes the stream.
 func (in *Inbox) Events(ctx context.Context) iter.Seq2[Event, error] {
 	return func(yield func(Event, error) bool) {
 		if err := in.Gone(); err != nil {
@@ -60,8 +63,13 @@ func (in *Inbox) Events(ctx context.Context) iter.Seq2[Event, error] {
 			return
 		}
 		defer in.streaming.Store(false)
+		ctx, cancel := in.c.waitContext(ctx)
+		defer cancel()
 		f := follower{in: in, seen: map[string]bool{}}
 		err := f.run(ctx, false, func(ev Event) bool { return yield(ev, nil) })
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = waitTimeout{last: f.last, events: true}
+		}
 		if err != nil {
 			yield(Event{}, err)
 		}
@@ -239,6 +247,12 @@ func (in *Inbox) openStream(ctx context.Context) (*http.Response, error) {
 	req.Header.Set("User-Agent", in.c.ua)
 	hc := &http.Client{Transport: in.c.transport, Jar: in.jar, CheckRedirect: in.hc.CheckRedirect} // no overall timeout: a stream lives long
 	resp, err := hc.Do(req)
+	switch {
+	case err == nil:
+		in.noteTransport(nil) // an answer: the service is reachable
+	case ctx.Err() == nil:
+		in.noteTransport(err)
+	}
 	if !timer.Stop() && err == nil {
 		resp.Body.Close()
 		err = fmt.Errorf("no answer within %v", in.c.openTimeout)
@@ -318,6 +332,7 @@ func (f *follower) read(ctx context.Context, resp *http.Response, emit func(Even
 		}
 	}()
 	for sc.Scan() {
+		f.in.noteTransport(nil) // the stream speaks: the service is reachable
 		heard = true
 		idle.Reset(f.in.c.idle)
 		line := sc.Text()
@@ -456,32 +471,155 @@ func (m Match) messageMatches(msg Message) bool {
 
 // WaitForMessage returns the first message that matches m and is new in the
 // sense of m.Since (by default: not yet returned by this Inbox), with its
-// bodies (status "ready"; a failed message is passed over). Among several,
-// the oldest. It follows the event stream and lists the messages after
-// every (re)connect; when the stream cannot be opened twice in a row it
-// polls the message list every poll interval (5 s or more). It keeps going
-// across node restarts, refused connections, 503s and 429s until ctx's
-// deadline, then fails with an error matching ErrWaitTimeout and
-// context.DeadlineExceeded. A cancelled ctx ends it with context.Canceled;
-// a gone inbox with ErrInboxGone.
+// bodies and its status, "ready" or "failed" (a message the service could
+// not parse is returned too). Among several, the oldest. It follows the
+// event stream and lists the messages after every (re)connect; when the
+// stream cannot be opened twice in a row it polls the message list every
+// poll interval (5 s or more). It keeps going across node restarts,
+// refused connections, 503s and 429s until ctx's deadline
+// (DefaultWaitTimeout, 20 s, when ctx has none), then fails with an error
+// matching ErrWaitTimeout and context.DeadlineExceeded whose text says why
+// (the messages that arrived and did not match, or that none did, or the
+// last error). When no attempt has had an HTTP answer for the unreachable
+// window (10 s) it fails early with ErrUnreachable. A cancelled ctx ends it
+// with context.Canceled; a gone inbox with ErrInboxGone; m.Since naming a
+// message not in the inbox with ErrMessageNotFound (an *Error).
 func (in *Inbox) WaitForMessage(ctx context.Context, m Match) (Message, error) {
-	if err := in.Gone(); err != nil {
+	msgs, err := in.waitFor(ctx, 1, m)
+	if err != nil {
 		return Message{}, err
 	}
-	if !in.streaming.CompareAndSwap(false, true) {
-		return Message{}, ErrStreamBusy
-	}
-	defer in.streaming.Store(false)
-	msg, last, err := in.wait(ctx, m)
-	if err != nil && errors.Is(err, context.DeadlineExceeded) && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return Message{}, waitTimeout{last: last}
-	}
-	return msg, err
+	return msgs[0], nil
 }
 
-// wait is WaitForMessage; last is the last transient error it passed over.
-func (in *Inbox) wait(ctx context.Context, m Match) (msg Message, last error, err error) {
+// WaitForMessages returns n messages that match m and are new in the sense
+// of m.Since, oldest first, and marks them seen; it waits as WaitForMessage
+// does, and its timeout error says how many of n it had.
+func (in *Inbox) WaitForMessages(ctx context.Context, n int, m Match) ([]Message, error) {
+	if n < 1 {
+		return nil, fmt.Errorf("mayfly: wait for %d messages: want 1 or more", n)
+	}
+	return in.waitFor(ctx, n, m)
+}
+
+// ErrUnexpectedMessage: ExpectNoMessage saw a matching message. The error
+// is an *UnexpectedMessageError carrying it.
+var ErrUnexpectedMessage = errors.New("mayfly: an unexpected message arrived")
+
+// UnexpectedMessageError is ExpectNoMessage's failure: the message that
+// arrived.
+type UnexpectedMessageError struct{ Message Message }
+
+func (e *UnexpectedMessageError) Error() string {
+	return fmt.Sprintf("%s: %q from %s at %s (id %s)", ErrUnexpectedMessage, e.Message.Subject, e.Message.From,
+		e.Message.ReceivedAt.Format(time.RFC3339), e.Message.ID)
+}
+
+func (e *UnexpectedMessageError) Unwrap() error { return ErrUnexpectedMessage }
+
+// ExpectNoMessage succeeds when no message that matches m (and is new in
+// the sense of m.Since) arrives within the window; when one does, it fails
+// at once with an *UnexpectedMessageError (ErrUnexpectedMessage) carrying
+// it. The honest way to assert "no second email". A ctx deadline shorter
+// than within ends it with the wait-timeout error; a service that did not
+// answer at the window's end (every attempt failing) with ErrUnreachable,
+// since then nothing was checked.
+func (in *Inbox) ExpectNoMessage(ctx context.Context, m Match, within time.Duration) error {
+	start := time.Now()
+	wctx, cancel := context.WithTimeoutCause(ctx, within, errWindowEnded)
+	defer cancel()
+	msgs, err := in.waitFor(wctx, 1, m)
+	switch {
+	case err == nil:
+		return &UnexpectedMessageError{Message: msgs[0]}
+	case errors.Is(context.Cause(wctx), errWindowEnded) && errors.Is(err, ErrWaitTimeout) && ctx.Err() == nil:
+		if failing, last := in.downSince(); !failing.IsZero() && failing.After(start) {
+			return unreachable{url: in.c.base.String(), last: last, down: time.Since(failing)}
+		}
+		return nil
+	}
+	return err
+}
+
+var errWindowEnded = errors.New("the window ended")
+
+// waitFor runs a wait for n messages: the default deadline, the stream
+// lock, the unreachable watchdog, and the errors that explain a timeout.
+func (in *Inbox) waitFor(ctx context.Context, n int, m Match) ([]Message, error) {
+	if err := in.Gone(); err != nil {
+		return nil, err
+	}
+	if !in.streaming.CompareAndSwap(false, true) {
+		return nil, ErrStreamBusy
+	}
+	defer in.streaming.Store(false)
+	ctx, cancel := in.c.waitContext(ctx)
+	defer cancel()
+	wctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	start := time.Now()
+	if in.c.unreachable > 0 {
+		go in.watch(wctx, start, stop)
+	}
+	var st waitStats
+	msgs, err := in.wait(wctx, n, m, &st)
+	if err == nil {
+		return msgs, nil
+	}
+	if u, ok := context.Cause(wctx).(unreachable); ok {
+		return nil, u
+	}
+	if errors.Is(err, context.DeadlineExceeded) && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		w := waitTimeout{last: st.last, arrived: st.arrived, first: st.first, want: n, got: len(msgs)}
+		if failing, _ := in.downSince(); !failing.IsZero() {
+			w.down = time.Since(later(failing, start))
+		}
+		return nil, w
+	}
+	return nil, err
+}
+
+// watch cancels a wait with the unreachable error once no attempt made
+// since start has had an HTTP answer for the unreachable window.
+func (in *Inbox) watch(ctx context.Context, start time.Time, stop context.CancelCauseFunc) {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		failing, last := in.downSince()
+		if failing.IsZero() {
+			continue
+		}
+		if down := time.Since(later(failing, start)); down >= in.c.unreachable {
+			stop(unreachable{url: in.c.base.String(), last: last, down: down})
+			return
+		}
+	}
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// waitStats is what a wait saw, for its timeout's text.
+type waitStats struct {
+	last    error  // the last transient error passed over
+	arrived int    // new messages that did not match
+	first   string // the first one's subject
+}
+
+// wait is waitFor's loop: it returns the messages found (fewer than n with
+// the error that ended it).
+func (in *Inbox) wait(ctx context.Context, n int, m Match, st *waitStats) ([]Message, error) {
 	f := follower{in: in, seen: map[string]bool{}, fallback: true}
+	defer func() { st.last = f.last }()
 	excluded := map[string]bool{}
 	if k := m.Since.kind; k == sinceNow || k == sinceMessage {
 		// One list at the start, retried across outages like the wait.
@@ -499,14 +637,14 @@ func (in *Inbox) wait(ctx context.Context, m Match) (msg Message, last error, er
 				break
 			}
 			if isGone(err) {
-				return Message{}, nil, in.markGone(err)
+				return nil, in.markGone(err)
 			}
 			if !transient(err) {
-				return Message{}, f.last, err
+				return nil, err
 			}
 			f.last = err
 			if serr := sleep(ctx, RetryPolicy{}.withDefaults().backoff(2)+100*time.Millisecond); serr != nil {
-				return Message{}, f.last, serr
+				return nil, serr
 			}
 		}
 		found := k == sinceNow
@@ -519,18 +657,28 @@ func (in *Inbox) wait(ctx context.Context, m Match) (msg Message, last error, er
 			}
 		}
 		if !found {
-			return Message{}, nil, fmt.Errorf("mayfly: wait since message %s: %w", m.Since.id, ErrMessageNotFound)
+			return nil, &Error{Method: http.MethodGet, URL: in.c.base.String() + "/messages", Status: http.StatusNotFound,
+				Code: "MESSAGE_NOT_FOUND", Message: "wait since message " + m.Since.id + ": no such message in the inbox"}
 		}
 	}
-	var found *Message
+	var found []Message
 	var pickErr error
 	var pickID string
+	missed := func(subject string) bool {
+		st.arrived++
+		if st.arrived == 1 {
+			st.first = subject
+		}
+		return true
+	}
 	pick := func(ev Event) bool {
 		s := ev.Message
-		if excluded[s.ID] || s.Status == StatusFailed || !m.summaryMatches(s) ||
-			m.Since.kind == sinceUnseen && in.wasReturned(s.ID) ||
+		if excluded[s.ID] || m.Since.kind == sinceUnseen && in.wasReturned(s.ID) ||
 			m.Since.kind == sinceTime && !s.ReceivedAt.After(m.Since.t) {
-			return true
+			return true // not new
+		}
+		if !m.summaryMatches(s) {
+			return missed(s.Subject)
 		}
 		msg, err := in.readReady(ctx, s.ID)
 		if err != nil {
@@ -540,12 +688,13 @@ func (in *Inbox) wait(ctx context.Context, m Match) (msg Message, last error, er
 			pickErr, pickID = err, s.ID
 			return false
 		}
-		if msg.Status == StatusFailed || !m.messageMatches(msg) {
-			return true
+		if !m.messageMatches(msg) {
+			return missed(s.Subject)
 		}
-		found = &msg
-		return false
+		found = append(found, msg)
+		return len(found) < n
 	}
+	var err error
 	for {
 		err = f.run(ctx, true, pick)
 		var oe errOpen
@@ -557,26 +706,28 @@ func (in *Inbox) wait(ctx context.Context, m Match) (msg Message, last error, er
 			break
 		}
 		if isGone(pickErr) {
-			return Message{}, f.last, in.markGone(pickErr)
+			return found, in.markGone(pickErr)
 		}
 		if !transient(pickErr) {
-			return Message{}, f.last, pickErr
+			return found, pickErr
 		}
 		// Reading the message failed (an outage): look at it again.
 		delete(f.seen, pickID)
 		f.last, pickErr = pickErr, nil
 		if serr := sleep(ctx, RetryPolicy{}.withDefaults().backoff(3)+100*time.Millisecond); serr != nil {
-			return Message{}, f.last, serr
+			return found, serr
 		}
 	}
-	if found == nil {
+	if len(found) < n {
 		if err == nil {
 			err = ctx.Err()
 		}
-		return Message{}, f.last, err
+		return found, err
 	}
-	in.markReturned(found.ID)
-	return *found, nil, nil
+	for _, msg := range found {
+		in.markReturned(msg.ID)
+	}
+	return found, nil
 }
 
 // readReady reads a message, and again every poll interval while it is

@@ -181,7 +181,7 @@ func TestRetry503Storm(t *testing.T) {
 	policy := client.RetryPolicy{MaxAttempts: 5, BaseDelay: 10 * time.Millisecond, MaxDelay: time.Second}
 	in := f.inbox(t, client.WithRetry(policy))
 	const calls = 25
-	var gaps [4][]time.Duration
+	var gaps, over [4][]time.Duration
 	for range calls {
 		before := len(f.hits("GET /messages"))
 		_, err := in.List(context.Background(), 20, 0)
@@ -199,9 +199,18 @@ func TestRetry503Storm(t *testing.T) {
 		for i := 1; i < len(h); i++ {
 			gap := h[i].Sub(h[i-1])
 			if limit := policy.BaseDelay<<(i-1) + 15*time.Millisecond; gap > limit {
-				t.Errorf("wait %d = %v, over its cap %v", i, gap, limit)
+				over[i-1] = append(over[i-1], gap)
 			}
 			gaps[i-1] = append(gaps[i-1], gap)
+		}
+	}
+	// A wait over its cap (plus the request's own time) is a backoff that
+	// ignores its cap, or a machine too busy to wake the client in time:
+	// a few of 25 are the machine (2 cores shared with other suites), most
+	// would be the client.
+	for i, o := range over {
+		if len(o) > calls/5 {
+			t.Errorf("wait %d over its cap %v in %d of %d calls: %v", i+1, policy.BaseDelay<<i+15*time.Millisecond, len(o), calls, o)
 		}
 	}
 	mean := func(ds []time.Duration) time.Duration {

@@ -12,6 +12,9 @@ var (
 	textLinkRE = regexp.MustCompile(`https?://[^\s<>"'\x60]+`)
 	hrefRE     = regexp.MustCompile(`(?i)\bhref\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>"']+))`)
 	tagRE      = regexp.MustCompile(`(?s)<!--.*?-->|<[^>]*>`)
+	// anchorRE is a tag with an href (group 1: its attributes) and, for an
+	// <a>, the text up to its closing tag (group 2).
+	anchorRE = regexp.MustCompile(`(?is)<(?:a\b([^>]*)>(.*?)</a\s*>|[a-z][a-z0-9]*\b([^>]*\bhref\s*=[^>]*)>)`)
 	// DefaultCodePattern is Code's default: a run of 4 to 8 digits on word
 	// boundaries.
 	DefaultCodePattern = regexp.MustCompile(`\b\d{4,8}\b`)
@@ -23,21 +26,54 @@ var (
 // a closing bracket without its opening one) is not part of it.
 func Links(msg Message) []string {
 	var out []string
+	for _, l := range LinksWithText(msg) {
+		out = append(out, l.URL)
+	}
+	return out
+}
+
+// Link is a link of a message and its text: the anchor's text for an href
+// of html_body (tags removed, entities unescaped, white space collapsed),
+// "" for a bare link in text_body.
+type Link struct {
+	URL  string `json:"url"`
+	Text string `json:"text"`
+}
+
+// LinksWithText returns the links of Links, in the same order and each
+// once, with their text: follow "the link labelled Verify".
+func LinksWithText(msg Message) []Link {
+	var out []Link
 	seen := map[string]bool{}
-	add := func(u string) {
+	add := func(u, text string) {
 		u = strings.TrimSpace(html.UnescapeString(u))
 		lower := strings.ToLower(u)
 		if !strings.HasPrefix(lower, "http://") && !strings.HasPrefix(lower, "https://") || seen[u] {
 			return
 		}
 		seen[u] = true
-		out = append(out, u)
+		out = append(out, Link{URL: u, Text: text})
 	}
 	for _, u := range textLinkRE.FindAllString(msg.TextBody, -1) {
-		add(trimLink(u))
+		add(trimLink(u), "")
 	}
-	for _, m := range hrefRE.FindAllStringSubmatch(msg.HTMLBody, -1) {
-		add(m[1] + m[2] + m[3])
+	for _, m := range anchorRE.FindAllStringSubmatchIndex(msg.HTMLBody, -1) {
+		var attrs string
+		switch {
+		case m[2] >= 0:
+			attrs = msg.HTMLBody[m[2]:m[3]]
+		case m[6] >= 0: // a tag other than a closed <a>, with an href
+			attrs = msg.HTMLBody[m[6]:m[7]]
+		}
+		href := hrefRE.FindStringSubmatch(attrs)
+		if href == nil {
+			continue
+		}
+		text := ""
+		if m[4] >= 0 {
+			text = strings.Join(strings.Fields(HTMLText(msg.HTMLBody[m[4]:m[5]])), " ")
+		}
+		add(href[1]+href[2]+href[3], text)
 	}
 	return out
 }
@@ -64,23 +100,92 @@ func HTMLText(body string) string {
 	return html.UnescapeString(tagRE.ReplaceAllString(body, " "))
 }
 
-// Code returns the first match of pattern (nil: DefaultCodePattern, 4 to 8
-// digits) in text_body, else in the text of html_body, else in the subject;
-// when pattern has a capture group, the first group's text. ok is false
-// when nothing matches.
+// Code returns the verification code of msg. It reads text_body, else the
+// text of html_body, else the subject: the first of them with a run of 4
+// to 8 digits. Without a pattern (nil) it prefers, in that text, the first
+// run after a keyword (code, PIN, OTP, verification, one-time, passcode;
+// any case) among the 3 words before it in its sentence; else the first run
+// before a keyword among the 3 words after it in its sentence ("482913 is your code"); else the
+// last 6-digit run; else the first run. So "Order #2026 placed 2026-11-24.
+// Your verification code is 482913" gives 482913. With a pattern: its first
+// match, or its first group's text when it has one. ok is false when
+// nothing matches.
 func Code(msg Message, pattern *regexp.Regexp) (code string, ok bool) {
-	if pattern == nil {
-		pattern = DefaultCodePattern
+	if pattern != nil {
+		for _, s := range codeFields(msg) {
+			m := pattern.FindStringSubmatch(s)
+			if m == nil {
+				continue
+			}
+			if len(m) > 1 {
+				return m[1], true
+			}
+			return m[0], true
+		}
+		return "", false
 	}
-	for _, s := range []string{msg.TextBody, HTMLText(msg.HTMLBody), msg.Subject} {
-		m := pattern.FindStringSubmatch(s)
-		if m == nil {
+	for _, s := range codeFields(msg) {
+		runs := DefaultCodePattern.FindAllStringIndex(s, -1)
+		if len(runs) == 0 {
 			continue
 		}
-		if len(m) > 1 {
-			return m[1], true
+		for _, r := range runs {
+			if keywordRE.MatchString(lastWords(s[:r[0]], 3)) {
+				return s[r[0]:r[1]], true
+			}
 		}
-		return m[0], true
+		for _, r := range runs {
+			if keywordRE.MatchString(firstWords(s[r[1]:], 3)) {
+				return s[r[0]:r[1]], true
+			}
+		}
+		for i := len(runs) - 1; i >= 0; i-- {
+			if r := runs[i]; r[1]-r[0] == 6 {
+				return s[r[0]:r[1]], true
+			}
+		}
+		return s[runs[0][0]:runs[0][1]], true
 	}
 	return "", false
+}
+
+// Codes returns every run of 4 to 8 digits, in order, of the field Code
+// reads (text_body, else the text of html_body, else the subject).
+func Codes(msg Message) []string {
+	for _, s := range codeFields(msg) {
+		if runs := DefaultCodePattern.FindAllString(s, -1); len(runs) > 0 {
+			return runs
+		}
+	}
+	return nil
+}
+
+var keywordRE = regexp.MustCompile(`(?i)\b(code|pin|otp|verification|one-time|passcode)\b`)
+
+func codeFields(msg Message) []string {
+	return []string{msg.TextBody, HTMLText(msg.HTMLBody), msg.Subject}
+}
+
+// sentenceEndRE ends a sentence: a keyword is next to a run only within
+// its sentence ("... your code. Order 2026" does not make 2026 the code).
+var sentenceEndRE = regexp.MustCompile(`[.!?](\s|$)`)
+
+// lastWords is the last n white-space separated words of s's last
+// sentence.
+func lastWords(s string, n int) string {
+	if ends := sentenceEndRE.FindAllStringIndex(s, -1); len(ends) > 0 {
+		s = s[ends[len(ends)-1][1]:]
+	}
+	f := strings.Fields(s)
+	return strings.Join(f[max(0, len(f)-n):], " ")
+}
+
+// firstWords is the first n white-space separated words of s's first
+// sentence.
+func firstWords(s string, n int) string {
+	if end := sentenceEndRE.FindStringIndex(s); end != nil {
+		s = s[:end[0]]
+	}
+	f := strings.Fields(s)
+	return strings.Join(f[:min(n, len(f))], " ")
 }

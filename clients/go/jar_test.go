@@ -1,6 +1,7 @@
 package client
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"testing"
@@ -60,5 +61,43 @@ func TestJar(t *testing.T) {
 	now = now.Add(2 * time.Hour)
 	if got := j.Cookies(u("http://api.example:8080/v1/messages")); len(got) != 0 {
 		t.Errorf("after the expiry: %v", got)
+	}
+}
+
+// TestSavedCookieJSON: the shared state format's cookie (clients/SCENARIOS.md,
+// "Save and restore"): expires in RFC 3339 for a persistent cookie, omitted
+// for a session cookie, secure omitted when false; and it reads back.
+func TestSavedCookieJSON(t *testing.T) {
+	exp := time.Date(2026, 11, 25, 8, 37, 20, 500, time.UTC)
+	for _, tc := range []struct {
+		c    SavedCookie
+		want string
+	}{
+		{SavedCookie{Name: "service_session", Value: "v", Path: "/"}, `{"name":"service_session","value":"v","path":"/"}`},
+		{SavedCookie{Name: "mf_x", Value: "w", Path: "/v1", Expires: exp, Secure: true},
+			`{"name":"mf_x","value":"w","path":"/v1","expires":"2026-11-25T08:37:20Z","secure":true}`},
+	} {
+		raw, err := json.Marshal(tc.c)
+		if err != nil || string(raw) != tc.want {
+			t.Fatalf("Marshal = %s, %v; want %s", raw, err, tc.want)
+		}
+		var back SavedCookie
+		if err := json.Unmarshal(raw, &back); err != nil {
+			t.Fatal(err)
+		}
+		if want := tc.c; back.Name != want.Name || back.Secure != want.Secure || !back.Expires.Equal(want.Expires.Truncate(time.Second)) {
+			t.Fatalf("round trip = %+v; want %+v", back, want)
+		}
+	}
+	// A state from another client: a session cookie without expires, no
+	// secure, no gone.
+	var st State
+	if err := json.Unmarshal([]byte(`{"version":1,"base":"http://h/v1","mailbox":{"id":"i","address":"a@b","kind":"k",`+
+		`"expires_at":"2026-11-25T08:37:20.123456Z","max_expires_at":"2026-11-25T09:27:20Z"},`+
+		`"cookies":[{"name":"service_session","value":"s","path":"/"}],"seen":["m1","m2"]}`), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Version != 1 || len(st.Cookies) != 1 || !st.Cookies[0].Expires.IsZero() || len(st.Seen) != 2 || st.Gone {
+		t.Fatalf("state = %+v", st)
 	}
 }

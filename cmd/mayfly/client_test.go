@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"net/smtp"
 	"os"
 	"path/filepath"
@@ -149,9 +150,11 @@ func TestClientAgainstService(t *testing.T) {
 	// Extensions add up to max_expires_at and stop there.
 	var exp time.Time
 	for range 7 {
-		if exp, err = in.Extend(ctx, 10); err != nil {
+		m, err := in.Extend(ctx, 10)
+		if err != nil {
 			t.Fatal(err)
 		}
+		exp = m.ExpiresAt
 		if exp.After(mb.MaxExpiresAt) {
 			t.Fatalf("Extend granted %v, past max_expires_at %v", exp, mb.MaxExpiresAt)
 		}
@@ -386,11 +389,25 @@ func TestCLI(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("events did not end after the inbox was deleted")
 	}
-	if _, err := os.Stat(jar); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("jar after delete: %v, want removed", err)
+	// After delete, a command on that name says it was deleted, not that
+	// there is no such inbox.
+	var errw bytes.Buffer
+	if code := cli.Main("mayfly inbox", []string{"wait", "--timeout", "1s"}, func(k string) string { return env[k] }, io.Discard, &errw); code != cli.ExitGone ||
+		!strings.Contains(errw.String(), "was deleted") || !strings.Contains(errw.String(), addr) {
+		t.Errorf("wait after delete: exit %d, %q; want %d saying the inbox %s was deleted", code, errw.String(), cli.ExitGone, addr)
 	}
 	if _, code := mayfly("list"); code != cli.ExitGone {
 		t.Errorf("list without an inbox: exit %d, want %d", code, cli.ExitGone)
+	}
+	// Nothing listens: exit 5, unreachable.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + l.Addr().String() + "/v1"
+	l.Close()
+	if _, code := mayfly("--base", closed, "--name", "elsewhere", "new"); code != cli.ExitUnreachable {
+		t.Errorf("new against %s (nothing listens): exit %d, want %d", closed, code, cli.ExitUnreachable)
 	}
 	if _, code := mayfly("frobnicate"); code != cli.ExitUsage {
 		t.Errorf("unknown command: exit %d, want %d", code, cli.ExitUsage)
@@ -560,5 +577,34 @@ func TestVersionAndHelp(t *testing.T) {
 	if err := run(context.Background(), []string{"--help"}, func(string) string { return "" }, &out, io.Discard); err != nil ||
 		!strings.Contains(out.String(), "version") {
 		t.Fatalf("mayfly --help: %q, %v", out.String(), err)
+	}
+}
+
+// TestCLIUnreachableAndEventsTimeout: `events --timeout` ends quietly (exit
+// 0) when it runs out; a `wait` whose service stopped answering exits 5
+// after about 10 s, naming the URL, instead of running out its timeout.
+func TestCLIUnreachableAndEventsTimeout(t *testing.T) {
+	t.Parallel()
+	s := startStack(t, nil)
+	env := map[string]string{"MAYFLY_URL": s.api, "XDG_STATE_HOME": t.TempDir()}
+	mayfly := func(args ...string) (string, int) {
+		var out bytes.Buffer
+		code := cli.Main("mayfly inbox", args, func(k string) string { return env[k] }, &out, &out)
+		return out.String(), code
+	}
+	if out, code := mayfly("new"); code != cli.ExitOK {
+		t.Fatalf("new: exit %d: %s", code, out)
+	}
+	start := time.Now()
+	if out, code := mayfly("events", "--timeout", "1s"); code != cli.ExitOK || time.Since(start) > 5*time.Second {
+		t.Fatalf("events --timeout 1s: exit %d after %v: %s", code, time.Since(start), out)
+	}
+	s.stop()
+	start = time.Now()
+	out, code := mayfly("wait", "--timeout", "30s")
+	if took := time.Since(start); code != cli.ExitUnreachable || took < 9*time.Second || took > 15*time.Second ||
+		!strings.Contains(out, s.api) {
+		t.Fatalf("wait on a stopped service: exit %d after %v: %s; want %d after about 10 s, naming %s",
+			code, took, out, cli.ExitUnreachable, s.api)
 	}
 }

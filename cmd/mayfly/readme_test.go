@@ -1,9 +1,13 @@
 package main
 
 import (
+	"context"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestREADMEListsEverySetting keeps the README's settings table and the one
@@ -38,5 +42,62 @@ func TestREADMEListsEverySetting(t *testing.T) {
 	}
 	for env := range rows {
 		t.Errorf("README lists %s, which the code does not read", env)
+	}
+}
+
+// TestREADMEGoTestRuns runs the README's minimal Go test (the block that
+// starts "package signup_test") as written, in a module of its own that
+// takes the client from this repository, against a real stack; signUp, the
+// application it leaves to the reader, mails a code over SMTP.
+func TestREADMEGoTestRuns(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, ok := strings.Cut(string(readme), "```go\npackage signup_test\n")
+	block, _, ok2 := strings.Cut(block, "```")
+	if !ok || !ok2 {
+		t.Fatal("the README has no Go block starting with package signup_test")
+	}
+	clientDir, err := filepath.Abs("../../clients/go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for name, text := range map[string]string{
+		"go.mod": "module example.com/signup\n\ngo 1.23\n\nrequire github.com/mayfly/mayfly/clients/go v0.0.0\n\n" +
+			"replace github.com/mayfly/mayfly/clients/go => " + clientDir + "\n",
+		"signup_test.go": "package signup_test\n" + block,
+		"app_test.go": `package signup_test
+
+import (
+	"net/smtp"
+	"os"
+	"testing"
+)
+
+func signUp(t *testing.T, addr string) {
+	err := smtp.SendMail(os.Getenv("SMTP_ADDR"), nil, "shop@example.com", []string{addr},
+		[]byte("Subject: Your code\r\n\r\nOrder #2026 placed 2026-11-24. Your code is 482913.\r\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+`,
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	api, smtpAddr, _ := service(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "test", "-count=1", "-v", ".")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "MAYFLY_URL="+api, "SMTP_ADDR="+smtpAddr, "GOFLAGS=-mod=mod", "GOWORK=off")
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS: TestSignup") {
+		t.Fatalf("the README's Go test: %v\n%s", err, out)
 	}
 }

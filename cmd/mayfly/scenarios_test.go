@@ -7,11 +7,19 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"maps"
+	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
 	"net/smtp"
+	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,6 +27,7 @@ import (
 	"time"
 
 	client "github.com/mayfly/mayfly/clients/go"
+	"github.com/mayfly/mayfly/clients/go/clienttest"
 )
 
 // scenarioLimits is the stack of SCENARIOS.md: the spec's request rate (8/s)
@@ -253,7 +262,8 @@ func TestScenarioEdgeRestartMidWait(t *testing.T) {
 }
 
 // TestScenarioDeletedInboxEveryCall — scenario: deleted-inbox-every-call
-// After Delete every method fails with ErrInboxGone and sends nothing; a
+// After Delete every method (Delete aside: it is idempotent, see
+// delete-idempotent) fails with ErrInboxGone and sends nothing; a
 // copy of the inbox (restored from its state, as the CLI does) learns it
 // from the service's 401, and so does an inbox that expired.
 func TestScenarioDeletedInboxEveryCall(t *testing.T) {
@@ -290,6 +300,8 @@ func TestScenarioDeletedInboxEveryCall(t *testing.T) {
 		_, errs["Select"] = in.Select(ctx)
 		_, errs["Extend"] = in.Extend(ctx, 1)
 		_, errs["List"] = in.List(ctx, 10, 0)
+		// An iterator that yields nothing on a gone inbox fails too.
+		errs["All"] = errors.New("All yielded nothing")
 		for _, err := range in.All(ctx, 10) {
 			errs["All"] = err
 			break
@@ -297,11 +309,11 @@ func TestScenarioDeletedInboxEveryCall(t *testing.T) {
 		_, errs["Message"] = in.Message(ctx, id)
 		errs["DeleteMessage"] = in.DeleteMessage(ctx, id)
 		_, errs["WaitForMessage"] = in.WaitForMessage(wctx, client.Match{})
+		errs["Events"] = errors.New("Events yielded nothing")
 		for _, err := range in.Events(wctx) {
 			errs["Events"] = err
 			break
 		}
-		errs["Delete"] = in.Delete(ctx)
 		return errs
 	}
 	for name, err := range everyCall(in) {
@@ -425,4 +437,510 @@ func TestScenarioCancellation(t *testing.T) {
 	if after > 200*time.Millisecond {
 		t.Fatalf("the wait ended %v after the cancellation", after)
 	}
+}
+
+// scenarioClient starts a stack with the scenario limits (and extra) and
+// returns a client of it.
+func scenarioClient(t *testing.T, extra map[string]string, opts ...client.Option) (*stack, *client.Client) {
+	t.Helper()
+	limits := maps.Clone(scenarioLimits)
+	maps.Copy(limits, extra)
+	s := startStack(t, limits)
+	c, err := client.New(s.api, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, c
+}
+
+// within fails t unless d is in [lo, hi].
+func within(t *testing.T, what string, d, lo, hi time.Duration) {
+	t.Helper()
+	if d < lo || d > hi {
+		t.Fatalf("%s took %v; want %v to %v", what, d.Round(time.Millisecond), lo, hi)
+	}
+}
+
+// TestScenarioDefaultTimeout — scenario: default-timeout
+// A wait whose context has no deadline ends after the default 20 s with the
+// wait-timeout error (it used to wait forever).
+func TestScenarioDefaultTimeout(t *testing.T) {
+	t.Parallel()
+	_, _, in := scenarioInbox(t, time.Minute)
+	start := time.Now()
+	_, err := in.WaitForMessage(context.Background(), client.Match{})
+	if !errors.Is(err, client.ErrWaitTimeout) {
+		t.Fatalf("wait without a deadline: %v; want ErrWaitTimeout", err)
+	}
+	within(t, "the wait without a deadline", time.Since(start), client.DefaultWaitTimeout, client.DefaultWaitTimeout+3*time.Second)
+}
+
+// TestScenarioFailedMessageReturned — scenario: failed-message-returned
+func TestScenarioFailedMessageReturned(t *testing.T) {
+	t.Parallel()
+	s, ctx, in := scenarioInbox(t, 30*time.Second)
+	// No header section: the service cannot parse it and stores it failed.
+	sendMail(t, s.smtp, in.Mailbox().Address, "not a header line\r\n\r\nbody\r\n")
+	msg, err := in.WaitForMessage(ctx, client.Match{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg.Status != client.StatusFailed {
+		t.Fatalf("the wait returned status %q; want %q", msg.Status, client.StatusFailed)
+	}
+}
+
+// TestScenarioSinceUnknownID — scenario: since-unknown-id
+func TestScenarioSinceUnknownID(t *testing.T) {
+	t.Parallel()
+	_, ctx, in := scenarioInbox(t, 30*time.Second)
+	start := time.Now()
+	_, err := in.WaitForMessage(ctx, client.Match{Since: client.SinceMessage("0b7d2c52-1c1a-4a7e-9d61-4c7f3f5b1e20")})
+	var e *client.Error
+	if !errors.Is(err, client.ErrMessageNotFound) || !errors.As(err, &e) || e.Code != "MESSAGE_NOT_FOUND" {
+		t.Fatalf("since an unknown id: %v; want an *client.Error MESSAGE_NOT_FOUND", err)
+	}
+	within(t, "the failure", time.Since(start), 0, 3*time.Second)
+}
+
+// TestScenario429WithoutCodeRetried — scenario: 429-without-code-retried
+// A proxy in front of the stack answers the first reads 429 without the
+// RATE_LIMITED code (one with another code, one with none and no body): the
+// client retries them like RATE_LIMITED.
+func TestScenario429WithoutCodeRetried(t *testing.T) {
+	t.Parallel()
+	s, _ := scenarioClient(t, nil)
+	target, _ := url.Parse(s.api)
+	proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: target.Scheme, Host: target.Host})
+	var refused atomic.Int32
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/mailboxes/current") {
+			switch refused.Add(1) {
+			case 1:
+				w.Header().Set("Retry-After", "1")
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusTooManyRequests)
+				io.WriteString(w, `{"error":{"code":"SLOW_DOWN","message":"a proxy's limit"}}`)
+				return
+			case 2:
+				w.WriteHeader(http.StatusTooManyRequests) // no code, no Retry-After
+				return
+			}
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+	c, _ := client.New(front.URL + target.Path)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	in, err := c.CreateInbox(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	m, err := in.Current(ctx)
+	if err != nil || m.ID != in.Mailbox().ID {
+		t.Fatalf("Current through two 429s without RATE_LIMITED: %+v, %v", m, err)
+	}
+	if n := refused.Load(); n != 3 {
+		t.Fatalf("%d attempts; want 3 (two 429s retried)", n)
+	}
+	within(t, "the retried call", time.Since(start), time.Second, 5*time.Second) // Retry-After: 1 was waited
+}
+
+// TestScenarioGoneIsSessionInvalid — scenario: gone-is-session-invalid
+func TestScenarioGoneIsSessionInvalid(t *testing.T) {
+	t.Parallel()
+	_, c := scenarioClient(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	in, err := c.CreateInbox(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := c.Restore(in.State())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Delete(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, err = in.Current(ctx)
+	if !errors.Is(err, client.ErrInboxGone) || !errors.Is(err, client.ErrSessionInvalid) {
+		t.Fatalf("an inbox deleted by another copy: %v; want both ErrInboxGone and ErrSessionInvalid", err)
+	}
+	if err := other.Gone(); !errors.Is(err, client.ErrSessionInvalid) {
+		t.Fatalf("after its own Delete: %v; want ErrSessionInvalid too", err)
+	}
+}
+
+// TestScenarioExtendReturnsMailbox — scenario: extend-returns-mailbox
+func TestScenarioExtendReturnsMailbox(t *testing.T) {
+	t.Parallel()
+	_, c := scenarioClient(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	in, err := c.CreateInbox(ctx, 2*time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := in.Mailbox()
+	m, err := in.Extend(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.ID != before.ID || m.Address != before.Address || !m.ExpiresAt.After(before.ExpiresAt) || m.ExpiresAt.After(m.MaxExpiresAt) {
+		t.Fatalf("Extend = %+v; want the mailbox %s with expires_at after %v, at most max_expires_at", m, before.ID, before.ExpiresAt)
+	}
+	if in.Mailbox() != m {
+		t.Fatalf("Mailbox() = %+v after Extend; want %+v", in.Mailbox(), m)
+	}
+}
+
+// TestScenarioEventsTimeout — scenario: events-timeout
+func TestScenarioEventsTimeout(t *testing.T) {
+	t.Parallel()
+	_, _, in := scenarioInbox(t, 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	start := time.Now()
+	var last error
+	for _, err := range in.Events(ctx) {
+		last = err
+	}
+	if !errors.Is(last, client.ErrWaitTimeout) || !errors.Is(last, context.DeadlineExceeded) {
+		t.Fatalf("Events at its deadline ended with %v; want ErrWaitTimeout", last)
+	}
+	within(t, "Events with a 2 s deadline", time.Since(start), 2*time.Second, 3*time.Second)
+}
+
+// TestScenarioGoneGetter — scenario: gone-getter
+func TestScenarioGoneGetter(t *testing.T) {
+	t.Parallel()
+	_, ctx, in := scenarioInbox(t, 30*time.Second)
+	if err := in.Gone(); err != nil {
+		t.Fatalf("Gone() of a live inbox = %v", err)
+	}
+	if err := in.Delete(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.Gone(); !errors.Is(err, client.ErrInboxGone) {
+		t.Fatalf("Gone() after Delete = %v; want ErrInboxGone", err)
+	}
+}
+
+// TestScenarioStateRoundTrip — scenario: state-round-trip
+// The state goes through its JSON text (the shared format) into another
+// client: the restored inbox passes over the message already seen and
+// gets the next one.
+func TestScenarioStateRoundTrip(t *testing.T) {
+	t.Parallel()
+	s, c := scenarioClient(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	in, err := c.CreateInbox(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := in.Mailbox().Address
+	sendMail(t, s.smtp, addr, codeMail(addr, "first", "111111"))
+	first, err := in.WaitForMessage(ctx, client.Match{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := json.Marshal(in.State())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Version int                          `json:"version"`
+		Base    string                       `json:"base"`
+		Mailbox map[string]any               `json:"mailbox"`
+		Cookies []map[string]json.RawMessage `json:"cookies"`
+		Seen    []string                     `json:"seen"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Version != 1 || doc.Base != s.api || doc.Mailbox["id"] != in.Mailbox().ID || doc.Mailbox["expires_at"] == nil ||
+		len(doc.Cookies) < 2 || !slices.Equal(doc.Seen, []string{first.ID}) {
+		t.Fatalf("state JSON %s: want version 1, the base, the mailbox, its cookies, seen [%s]", redactCookies(raw), first.ID)
+	}
+	for _, ck := range doc.Cookies {
+		for _, k := range []string{"name", "value", "path"} {
+			if ck[k] == nil {
+				t.Fatalf("a cookie without %q in %s", k, redactCookies(raw))
+			}
+		}
+		if exp := ck["expires"]; exp != nil { // omitted for a session cookie (jar_test.go)
+			var s string
+			if err := json.Unmarshal(exp, &s); err != nil {
+				t.Fatalf("expires %s: %v", exp, err)
+			}
+			if _, err := time.Parse(time.RFC3339, s); err != nil {
+				t.Errorf("expires %s is not RFC 3339: %v", exp, err)
+			}
+		}
+	}
+	var st client.State
+	if err := json.Unmarshal(raw, &st); err != nil {
+		t.Fatal(err)
+	}
+	c2, _ := client.New(s.api)
+	restored, err := c2.Restore(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sendMail(t, s.smtp, addr, codeMail(addr, "second", "222222"))
+	got, err := restored.WaitForMessage(ctx, client.Match{})
+	if err != nil || got.Subject != "second" {
+		t.Fatalf("the restored inbox's wait: %q, %v; want the second message, not the seen first", got.Subject, err)
+	}
+}
+
+// redactCookies blanks the cookie values of a state's JSON, for a failure
+// message.
+func redactCookies(raw []byte) string {
+	return regexp.MustCompile(`"value":"[^"]*"`).ReplaceAllString(string(raw), `"value":"…"`)
+}
+
+// TestScenarioLinksWithText — scenario: links-with-text
+func TestScenarioLinksWithText(t *testing.T) {
+	t.Parallel()
+	s, ctx, in := scenarioInbox(t, 30*time.Second)
+	addr := in.Mailbox().Address
+	sendMail(t, s.smtp, addr, "From: Shop <shop@example.com>\r\nTo: <"+addr+">\r\nSubject: Verify\r\n"+
+		"MIME-Version: 1.0\r\nContent-Type: multipart/alternative; boundary=b\r\n\r\n"+
+		"--b\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nHelp: https://shop.example/help\r\n"+
+		"--b\r\nContent-Type: text/html; charset=utf-8\r\n\r\n"+
+		`<p><a href="https://shop.example/verify?u=42&amp;t=ab">Verify</a></p>`+"\r\n--b--\r\n")
+	msg, err := in.WaitForMessage(ctx, client.Match{Subject: regexp.MustCompile(`^Verify$`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := client.LinksWithText(msg)
+	want := []client.Link{{URL: "https://shop.example/help", Text: ""}, {URL: "https://shop.example/verify?u=42&t=ab", Text: "Verify"}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("LinksWithText = %q; want %q\ntext %q\nhtml %q", got, want, msg.TextBody, msg.HTMLBody)
+	}
+}
+
+// TestScenarioCodePrefersKeyword — scenario: code-prefers-keyword
+func TestScenarioCodePrefersKeyword(t *testing.T) {
+	t.Parallel()
+	s, ctx, in := scenarioInbox(t, 30*time.Second)
+	addr := in.Mailbox().Address
+	sendMail(t, s.smtp, addr, "From: Shop <shop@example.com>\r\nTo: <"+addr+">\r\nSubject: Your order\r\n\r\n"+
+		"Order #2026 placed 2026-11-24 at 10:42.\r\nYour verification code is 482913\r\n")
+	msg, err := in.WaitForMessage(ctx, client.Match{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, ok := client.Code(msg, nil); !ok || code != "482913" {
+		t.Fatalf("Code = %q, %v; want 482913 (text %q)", code, ok, msg.TextBody)
+	}
+	if got := client.Codes(msg); !slices.Equal(got, []string{"2026", "2026", "482913"}) {
+		t.Fatalf("Codes = %q; want [2026 2026 482913]", got)
+	}
+}
+
+// TestScenarioWaitCount — scenario: wait-count
+func TestScenarioWaitCount(t *testing.T) {
+	t.Parallel()
+	s, ctx, in := scenarioInbox(t, 30*time.Second)
+	addr := in.Mailbox().Address
+	send(t, s.smtp, addr, "match 1", "other", "match 2", "match 3")
+	match := client.Match{Subject: regexp.MustCompile(`^match`)}
+	msgs, err := in.WaitForMessages(ctx, 3, match)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var subjects []string
+	for _, m := range msgs {
+		subjects = append(subjects, m.Subject)
+	}
+	if !slices.Equal(subjects, []string{"match 1", "match 2", "match 3"}) {
+		t.Fatalf("WaitForMessages(3) = %q; want the three matching, oldest first", subjects)
+	}
+	wctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	if m, err := in.WaitForMessage(wctx, match); !errors.Is(err, client.ErrWaitTimeout) {
+		t.Fatalf("a next unseen wait: %q, %v; want a timeout (all three were seen)", m.Subject, err)
+	}
+}
+
+// TestScenarioExpectNoMessage — scenario: expect-no-message
+func TestScenarioExpectNoMessage(t *testing.T) {
+	t.Parallel()
+	s, ctx, in := scenarioInbox(t, 40*time.Second)
+	start := time.Now()
+	if err := in.ExpectNoMessage(ctx, client.Match{}, 2*time.Second); err != nil {
+		t.Fatalf("ExpectNoMessage on a quiet inbox: %v", err)
+	}
+	within(t, "ExpectNoMessage(2 s) on a quiet inbox", time.Since(start), 2*time.Second, 4*time.Second)
+	addr := in.Mailbox().Address
+	go func() {
+		time.Sleep(500 * time.Millisecond)
+		sendMail(t, s.smtp, addr, codeMail(addr, "a second email", "123456"))
+	}()
+	start = time.Now()
+	err := in.ExpectNoMessage(ctx, client.Match{}, 10*time.Second)
+	var ue *client.UnexpectedMessageError
+	if !errors.Is(err, client.ErrUnexpectedMessage) || !errors.As(err, &ue) || ue.Message.Subject != "a second email" {
+		t.Fatalf("ExpectNoMessage with a mail arriving: %v; want ErrUnexpectedMessage carrying it", err)
+	}
+	within(t, "ExpectNoMessage failing", time.Since(start), 0, 6*time.Second)
+}
+
+// TestScenarioWaitForCapacity — scenario: wait-for-capacity
+func TestScenarioWaitForCapacity(t *testing.T) {
+	t.Parallel()
+	_, c := scenarioClient(t, map[string]string{"MAYFLY_RATE_ACTIVE_PER_IP": "2"})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var live []*client.Inbox
+	for range 2 {
+		in, err := c.CreateInbox(ctx, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		live = append(live, in)
+	}
+	start := time.Now()
+	if _, err := c.CreateInbox(ctx, 0); !errors.Is(err, client.ErrCreationLimit) {
+		t.Fatalf("a creation over the active cap: %v; want ErrCreationLimit at once", err)
+	}
+	within(t, "the refused creation", time.Since(start), 0, 2*time.Second)
+	time.AfterFunc(time.Second, func() { live[0].Delete(ctx) })
+	start = time.Now()
+	in, err := c.CreateInbox(ctx, 0, client.WaitForCapacity())
+	if err != nil {
+		t.Fatalf("WaitForCapacity: %v", err)
+	}
+	if in.Mailbox().Address == "" {
+		t.Fatal("no address")
+	}
+	within(t, "the creation that waited for capacity", time.Since(start), time.Second, 10*time.Second)
+}
+
+// TestScenarioRunnerFixture — scenario: runner-fixture
+func TestScenarioRunnerFixture(t *testing.T) {
+	t.Parallel()
+	s := startStack(t, scenarioLimits)
+	var saved client.State
+	t.Run("fixture", func(t *testing.T) {
+		in := clienttest.NewInboxAt(t, s.api)
+		saved = in.State()
+		addr := in.Mailbox().Address
+		sendMail(t, s.smtp, addr, codeMail(addr, "Your code", "246810"))
+		msg, err := in.WaitForMessage(clienttest.Context(t), client.Match{Subject: regexp.MustCompile(`code`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code, _ := client.Code(msg, nil); code != "246810" {
+			t.Fatalf("code %q", code)
+		}
+	})
+	c, _ := client.New(s.api)
+	after, err := c.Restore(saved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := after.Current(ctx); !errors.Is(err, client.ErrInboxGone) {
+		t.Fatalf("the fixture's inbox after its test: %v; want it deleted", err)
+	}
+}
+
+// TestScenarioDeleteIdempotent — scenario: delete-idempotent
+func TestScenarioDeleteIdempotent(t *testing.T) {
+	t.Parallel()
+	_, ctx, in := scenarioInbox(t, 30*time.Second)
+	copyOf, err := in.Client().Restore(in.State())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if existed, err := in.DeleteExisted(ctx); err != nil || !existed {
+		t.Fatalf("DeleteExisted of a live inbox = %v, %v; want true", existed, err)
+	}
+	if err := in.Delete(ctx); err != nil {
+		t.Fatalf("a second Delete: %v; want none", err)
+	}
+	if existed, err := in.DeleteExisted(ctx); err != nil || existed {
+		t.Fatalf("DeleteExisted again = %v, %v; want false", existed, err)
+	}
+	if existed, err := copyOf.DeleteExisted(ctx); err != nil || existed {
+		t.Fatalf("DeleteExisted of a copy of the deleted inbox = %v, %v; want false, no error", existed, err)
+	}
+}
+
+// TestScenarioErrorNamesURL — scenario: error-names-url
+func TestScenarioErrorNamesURL(t *testing.T) {
+	t.Parallel()
+	s, ctx, in := scenarioInbox(t, 30*time.Second)
+	const id = "0b7d2c52-1c1a-4a7e-9d61-4c7f3f5b1e20"
+	_, err := in.Message(ctx, id)
+	msg := fmt.Sprint(err)
+	for _, want := range []string{"GET " + s.api + "/messages/" + id, "404", "MESSAGE_NOT_FOUND", "(request "} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("API error %q does not name %q", msg, want)
+		}
+	}
+	for _, ck := range in.State().Cookies {
+		if strings.Contains(msg, ck.Value) {
+			t.Errorf("the error shows the cookie %s's value", ck.Name)
+		}
+	}
+	// A transport error: nothing listens there.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + l.Addr().String() + "/v1"
+	l.Close()
+	c, _ := client.New(closed, client.WithRetry(client.RetryPolicy{MaxAttempts: 2}))
+	_, err = c.CreateInbox(ctx, 0)
+	if err == nil || !strings.Contains(err.Error(), "POST "+closed+"/mailboxes") {
+		t.Fatalf("transport error %q does not name POST %s/mailboxes", err, closed)
+	}
+}
+
+// TestScenarioWaitTimeoutExplains — scenario: wait-timeout-explains
+func TestScenarioWaitTimeoutExplains(t *testing.T) {
+	t.Parallel()
+	s, ctx, in := scenarioInbox(t, 30*time.Second)
+	wait := func(subject string) error {
+		wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		_, err := in.WaitForMessage(wctx, client.Match{Subject: regexp.MustCompile(subject)})
+		return err
+	}
+	if err := wait(`^Your code`); !errors.Is(err, client.ErrWaitTimeout) || !strings.Contains(err.Error(), "no message arrived") {
+		t.Fatalf("a quiet inbox's timeout: %v; want it to say no message arrived", err)
+	}
+	addr := in.Mailbox().Address
+	sendMail(t, s.smtp, addr, codeMail(addr, "Welcome aboard", "135790"))
+	err := wait(`^Your code`)
+	if !errors.Is(err, client.ErrWaitTimeout) || !strings.Contains(err.Error(), `1 messages arrived, none matched (first: "Welcome aboard")`) {
+		t.Fatalf("the timeout with a mail that does not match: %v; want it to name it", err)
+	}
+}
+
+// TestScenarioWaitUnreachable — scenario: wait-unreachable
+// The stack stops for good after the inbox is made: a 30 s wait fails after
+// about 10 s with ErrUnreachable naming the URL, not at its deadline.
+func TestScenarioWaitUnreachable(t *testing.T) {
+	t.Parallel()
+	s, _, in := scenarioInbox(t, 60*time.Second)
+	s.stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err := in.WaitForMessage(ctx, client.Match{})
+	if !errors.Is(err, client.ErrUnreachable) || errors.Is(err, client.ErrWaitTimeout) || !strings.Contains(err.Error(), s.api) {
+		t.Fatalf("a wait on a stopped service: %v; want ErrUnreachable naming %s", err, s.api)
+	}
+	within(t, "the unreachable wait", time.Since(start), client.DefaultUnreachableAfter, client.DefaultUnreachableAfter+4*time.Second)
+	t.Logf("%v after %v", err, time.Since(start).Round(time.Millisecond))
 }

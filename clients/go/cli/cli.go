@@ -1,6 +1,7 @@
 // Package cli is the command-line tool over package client, for shell
-// scripts and CI jobs: `mayfly inbox <command>` in the mayfly binary, or the
-// stand-alone mayfly-inbox (clients/go/cmd/mayfly-inbox).
+// scripts and CI jobs: `mayfly inbox <command>`, in the server's mayfly
+// binary or in the client module's stand-alone one (clients/go/cmd/mayfly,
+// which has only the inbox command).
 //
 //	addr=$(mayfly inbox new)                       # create + select, print the address
 //	swaks --to "$addr" ...                         # the system under test sends mail
@@ -22,6 +23,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -42,6 +44,10 @@ const (
 	ExitUsage   = 2 // bad command line
 	ExitTimeout = 3 // wait: no matching message before --timeout
 	ExitGone    = 4 // the inbox expired or was deleted (or the jar holds none of that name)
+	// ExitUnreachable: the service gave no answer at all (connection
+	// refused, reset, timeouts) for 10 s in a row during a wait, or a call
+	// failed without any answer.
+	ExitUnreachable = 5
 )
 
 // DefaultBase is what `make run` serves.
@@ -64,15 +70,17 @@ commands:
                           print a message's text (or sanitized HTML), or its code
                           or links
   wait [--subject RE] [--from RE] [--text RE] [--since unseen|now|ID|TIME]
-       [--timeout 60s] [--html] [--json] [--code] [--code-pattern RE] [--links]
+       [--timeout 20s] [--html] [--json] [--code] [--code-pattern RE] [--links]
                           wait for a matching message and print it; exit 3 on
-                          timeout. --since: unseen (default: one not printed
+                          timeout (saying why), 5 when the service has not
+                          answered for 10 s. --since: unseen (default: one not printed
                           before by this jar), now (one that arrives after the
                           wait starts), a message id (one received after it), an
                           RFC 3339 time (one received after it)
   extend [--minutes 10]   extend the inbox; print the expiry granted
   delete                  delete the inbox and forget it
-  events                  print each new message as a JSON line
+  events [--timeout D]    print each new message as a JSON line, until
+                          interrupted, the inbox is gone or --timeout
   list-inboxes [--json]   the jar's inboxes: name, address, expiry
   version                 print the tool's version
 
@@ -83,7 +91,8 @@ else "default"), --verbose (log retries and reconnects).
 One event stream per inbox: if another program follows the same inbox
 (events and wait in two terminals), the service ends the older stream and
 the tool says so and polls every 5 s for a minute instead of taking it back.
-Exit codes: 0 ok, 1 error, 2 usage, 3 wait timed out, 4 inbox gone.
+Exit codes: 0 ok, 1 error, 2 usage, 3 wait timed out, 4 inbox gone (or
+deleted), 5 service unreachable.
 `
 
 // Main runs the tool with args (without the program name) and returns the
@@ -153,11 +162,13 @@ func (t *tool) run(ctx context.Context, args []string) int {
 			fs.StringVar(&f.from, "from", "", "a regexp the sender must match")
 			fs.StringVar(&f.text, "text", "", "a regexp the text body must match")
 			fs.StringVar(&f.since, "since", "unseen", "unseen, now, a message id or an RFC 3339 time")
-			fs.DurationVar(&f.timeout, "timeout", 60*time.Second, "give up after this long")
+			fs.DurationVar(&f.timeout, "timeout", client.DefaultWaitTimeout, "give up after this long")
 		}
 	case "extend":
 		fs.IntVar(&f.minutes, "minutes", 10, "minutes to add (1 to 10)")
-	case "delete", "events", "version":
+	case "events":
+		fs.DurationVar(&f.timeout, "timeout", 0, "stop following after this long (default: until interrupted or the inbox is gone)")
+	case "delete", "version":
 	default:
 		return t.usage("unknown command " + cmd)
 	}
@@ -206,6 +217,11 @@ func (t *tool) run(ctx context.Context, args []string) int {
 		return t.fail(err)
 	}
 	if !ok {
+		if d, deleted := deletedEntry(t.jar, t.name); deleted {
+			fmt.Fprintf(t.errw, "%s: the inbox %q (%s) was deleted at %s by `%s delete` (create one with `%s new`)\n",
+				t.prog, t.name, d.Address, stamp(d.At), t.prog, t.prog)
+			return ExitGone
+		}
 		fmt.Fprintf(t.errw, "%s: no inbox named %q in %s (create one with `%s new`)\n", t.prog, t.name, t.jar, t.prog)
 		return ExitGone
 	}
@@ -215,7 +231,7 @@ func (t *tool) run(ctx context.Context, args []string) int {
 	}
 	code := t.command(ctx, cmd, positional, in, f)
 	if cmd == "delete" && code == ExitOK {
-		if err := removeEntry(t.jar, t.name); err != nil {
+		if err := removeEntry(t.jar, t.name, in.Mailbox()); err != nil {
 			return t.fail(err)
 		}
 		return code
@@ -394,7 +410,8 @@ func (t *tool) command(ctx context.Context, cmd string, args []string, in *clien
 		defer cancel()
 		m, err := in.WaitForMessage(wctx, match)
 		if errors.Is(err, client.ErrWaitTimeout) {
-			fmt.Fprintf(t.errw, "%s: no matching message within %v (since %s)\n", t.prog, f.timeout, since)
+			why := strings.TrimPrefix(err.Error(), client.ErrWaitTimeout.Error()+": ")
+			fmt.Fprintf(t.errw, "%s: no matching message within %v (since %s): %s\n", t.prog, f.timeout, since, why)
 			return ExitTimeout
 		}
 		if err != nil {
@@ -402,21 +419,29 @@ func (t *tool) command(ctx context.Context, cmd string, args []string, in *clien
 		}
 		return t.printMessage(m, f)
 	case "extend":
-		exp, err := in.Extend(ctx, f.minutes)
+		m, err := in.Extend(ctx, f.minutes)
 		if err != nil {
 			return t.fail(err)
 		}
-		fmt.Fprintln(t.out, stamp(exp))
+		fmt.Fprintln(t.out, stamp(m.ExpiresAt))
 	case "delete":
 		if err := in.Delete(ctx); err != nil && !errors.Is(err, client.ErrInboxGone) {
 			return t.fail(err)
 		}
 	case "events":
+		// The client's events end at 20 s without a deadline: the tool
+		// follows until told otherwise.
+		follow := f.timeout
+		if follow <= 0 {
+			follow = 100 * 365 * 24 * time.Hour
+		}
+		ectx, cancel := context.WithTimeout(ctx, follow)
+		defer cancel()
 		enc := json.NewEncoder(t.out)
-		for ev, err := range in.Events(ctx) {
+		for ev, err := range in.Events(ectx) {
 			if err != nil {
-				if ctx.Err() != nil {
-					return ExitOK // interrupted
+				if ectx.Err() != nil {
+					return ExitOK // interrupted, or --timeout
 				}
 				return t.fail(err)
 			}
@@ -485,10 +510,22 @@ func (t *tool) usage(msg string) int {
 // picks the exit code.
 func (t *tool) fail(err error) int {
 	fmt.Fprintf(t.errw, "%s: %s\n", t.prog, strings.TrimPrefix(err.Error(), "mayfly: "))
-	if errors.Is(err, client.ErrInboxGone) {
+	switch {
+	case errors.Is(err, client.ErrInboxGone):
 		return ExitGone
+	case errors.Is(err, client.ErrUnreachable) || unanswered(err):
+		return ExitUnreachable
 	}
 	return ExitError
+}
+
+// unanswered reports whether err is a call that had no HTTP answer at all
+// (the connection refused, reset or timed out), rather than an API error.
+func unanswered(err error) bool {
+	var apiErr *client.Error
+	var netErr net.Error
+	return !errors.As(err, &apiErr) && (errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.As(err, &netErr))
 }
 
 // Version is the module version from the build info (a tag when installed

@@ -15,12 +15,21 @@ import (
 // (its cookies: secrets, hence mode 0600).
 type jarFile struct {
 	Inboxes map[string]client.State `json:"inboxes"`
+	// Deleted remembers the inboxes `delete` removed, by name, so that a
+	// later command on that name says it was deleted.
+	Deleted map[string]deletion `json:"deleted,omitempty"`
+}
+
+// deletion is an inbox the tool deleted.
+type deletion struct {
+	Address string    `json:"address"`
+	At      time.Time `json:"at"`
 }
 
 // loadJar reads the jar; a missing file is an empty jar. A jar of the
 // earlier layout (one inbox's State) reads as the inbox "default".
 func loadJar(path string) (jarFile, error) {
-	j := jarFile{Inboxes: map[string]client.State{}}
+	j := jarFile{Inboxes: map[string]client.State{}, Deleted: map[string]deletion{}}
 	raw, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return j, nil
@@ -30,6 +39,7 @@ func loadJar(path string) (jarFile, error) {
 	}
 	var probe struct {
 		Inboxes map[string]client.State `json:"inboxes"`
+		Deleted map[string]deletion     `json:"deleted"`
 		Mailbox *client.Mailbox         `json:"mailbox"`
 	}
 	if err := json.Unmarshal(raw, &probe); err != nil {
@@ -46,7 +56,20 @@ func loadJar(path string) (jarFile, error) {
 	for name, st := range probe.Inboxes {
 		j.Inboxes[name] = st
 	}
+	for name, d := range probe.Deleted {
+		j.Deleted[name] = d
+	}
 	return j, nil
+}
+
+// deletedEntry is the record of the inbox of that name `delete` removed.
+func deletedEntry(path, name string) (deletion, bool) {
+	j, err := loadJar(path)
+	if err != nil {
+		return deletion{}, false
+	}
+	d, ok := j.Deleted[name]
+	return d, ok
 }
 
 func loadEntry(path, name string) (client.State, bool, error) {
@@ -68,13 +91,21 @@ func saveEntry(path, name string, st client.State, create bool) error {
 			return false
 		}
 		j.Inboxes[name] = st
+		delete(j.Deleted, name)
 		return true
 	})
 }
 
-func removeEntry(path, name string) error {
+// removeEntry forgets the inbox of that name, remembering that it was
+// deleted (the inbox's id must match: another invocation may have replaced
+// it meanwhile).
+func removeEntry(path, name string, deleted client.Mailbox) error {
 	return updateJar(path, func(j *jarFile) bool {
+		if cur, ok := j.Inboxes[name]; ok && cur.Mailbox.ID != deleted.ID {
+			return false
+		}
 		delete(j.Inboxes, name)
+		j.Deleted[name] = deletion{Address: deleted.Address, At: time.Now().UTC()}
 		return true
 	})
 }
@@ -94,7 +125,7 @@ func updateJar(path string, change func(*jarFile) bool) error {
 	if !change(&j) {
 		return nil
 	}
-	if len(j.Inboxes) == 0 {
+	if len(j.Inboxes) == 0 && len(j.Deleted) == 0 {
 		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("jar: %w", err)
 		}

@@ -24,10 +24,13 @@ func TestJarSaveRaceRemove(t *testing.T) {
 		var wg sync.WaitGroup
 		wg.Add(2)
 		go func() { defer wg.Done(); _ = saveEntry(path, DefaultName, st, false) }()
-		go func() { defer wg.Done(); _ = removeEntry(path, DefaultName) }()
+		go func() { defer wg.Done(); _ = removeEntry(path, DefaultName, st.Mailbox) }()
 		wg.Wait()
-		if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
-			t.Fatalf("round %d: the jar exists after its only inbox was removed (%v)", i, err)
+		if _, ok, err := loadEntry(path, DefaultName); ok || err != nil {
+			t.Fatalf("round %d: the removed inbox is back in the jar (%v)", i, err)
+		}
+		if _, ok := deletedEntry(path, DefaultName); !ok {
+			t.Fatalf("round %d: the jar does not remember the deletion", i)
 		}
 		if _, err := os.Stat(path + ".lock"); !errors.Is(err, os.ErrNotExist) {
 			t.Fatalf("round %d: the lock file was left behind", i)

@@ -1,0 +1,93 @@
+package client_test
+
+// The round-3 contract (clients/SCENARIOS.md) where a scripted service shows
+// it better than the real one: a creation limit with Retry-After waited
+// out, absence that cannot be checked, a count that falls short.
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	client "github.com/mayfly/mayfly/clients/go"
+)
+
+// TestWaitForCapacityRetryAfter: a creation limit with Retry-After: 1 fails
+// at once by default; with WaitForCapacity it is waited out and the
+// creation tried again, unless the wait would pass the caller's deadline.
+func TestWaitForCapacityRetryAfter(t *testing.T) {
+	t.Parallel()
+	f := newFake(t)
+	var n atomic.Int32
+	limited := func(w http.ResponseWriter, r *http.Request) {
+		if n.Add(1) == 1 {
+			apiError(w, 429, "CREATION_RATE_LIMITED", 1)
+			return
+		}
+		f.handle("POST /mailboxes", nil)
+		f.serve(w, r)
+	}
+	c, _ := client.New(f.base())
+	f.handle("POST /mailboxes", limited)
+	start := time.Now()
+	if _, err := c.CreateInbox(context.Background(), 0); !errors.Is(err, client.ErrCreationLimit) || time.Since(start) > 500*time.Millisecond {
+		t.Fatalf("default creation: %v after %v; want ErrCreationLimit at once", err, time.Since(start))
+	}
+	n.Store(0)
+	f.handle("POST /mailboxes", limited)
+	short, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	if _, err := c.CreateInbox(short, 0, client.WaitForCapacity()); !errors.Is(err, client.ErrCreationLimit) {
+		t.Fatalf("WaitForCapacity with 0.5 s left and Retry-After 1: %v; want the creation-limit error", err)
+	}
+	n.Store(0)
+	f.handle("POST /mailboxes", limited)
+	start = time.Now()
+	in, err := c.CreateInbox(context.Background(), 0, client.WaitForCapacity())
+	if err != nil || in.Mailbox().ID == "" {
+		t.Fatalf("WaitForCapacity: %v", err)
+	}
+	if took := time.Since(start); took < time.Second || took > 3*time.Second {
+		t.Fatalf("WaitForCapacity took %v; want the Retry-After (1 s) and a little", took)
+	}
+}
+
+// TestExpectNoMessageUnreachable: when the service stopped answering during
+// the window, nothing was checked: ExpectNoMessage fails with
+// ErrUnreachable rather than succeed.
+func TestExpectNoMessageUnreachable(t *testing.T) {
+	t.Parallel()
+	f := newFake(t)
+	in := f.inbox(t, client.WithUnreachableAfter(time.Minute))
+	f.srv.CloseClientConnections()
+	f.srv.Close()
+	err := in.ExpectNoMessage(context.Background(), client.Match{}, time.Second)
+	if !errors.Is(err, client.ErrUnreachable) || !strings.Contains(err.Error(), f.base()) {
+		t.Fatalf("ExpectNoMessage against a stopped service: %v; want ErrUnreachable naming %s", err, f.base())
+	}
+}
+
+// TestWaitForMessagesShortCount: fewer matching messages than asked for
+// end in the wait-timeout error saying how many came.
+func TestWaitForMessagesShortCount(t *testing.T) {
+	t.Parallel()
+	f := newFake(t)
+	in := f.inbox(t)
+	f.add("one")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	msgs, err := in.WaitForMessages(ctx, 3, client.Match{})
+	if !errors.Is(err, client.ErrWaitTimeout) || !strings.Contains(err.Error(), "1 of 3 matching messages") || msgs != nil {
+		t.Fatalf("WaitForMessages(3) with one message: %v, %d; want the timeout saying 1 of 3", err, len(msgs))
+	}
+	// What it found is not marked seen: a later wait still returns it.
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel2()
+	if m, err := in.WaitForMessage(ctx2, client.Match{}); err != nil || m.Subject != "one" {
+		t.Fatalf("the next wait: %q, %v; want the message the short count found", m.Subject, err)
+	}
+}

@@ -112,7 +112,7 @@ if ((rc == 0)) && [[ ${pkgs[*]} == ./... ]]; then
 		(cd clients/typescript && npm ci --prefer-offline --no-audit --no-fund --loglevel=error &&
 			MAYFLY_TEST_REDIS_ADDRS=$addrs node_test_with_reports "$reports/typescript") || rc=$?
 fi
-# The Python client's scenario suite (clients/python/tests, about 50 s): its
+# The Python client's unit and scenario suite (clients/python/tests, about 3 minutes): its
 # harness starts its own bin/mayfly against this cluster. pytest is Debian's
 # (install-deps.sh), so the python3 that has it runs the suite.
 if ((rc == 0)) && [[ ${pkgs[*]} == ./... ]]; then
@@ -125,6 +125,11 @@ fi
 # Every client's scenario tests ran and passed, by the runners' reports.
 if ((rc == 0)) && [[ ${pkgs[*]} == ./... ]]; then
 	bash clients/check-scenarios.sh --reports "$reports" || rc=$?
+fi
+# The go-smtp fork's own module (third_party/go-smtp: the patches of its
+# README, each with its tests) on every full run.
+if ((rc == 0)) && [[ ${pkgs[*]} == ./... ]]; then
+	(cd third_party/go-smtp && go test -race -count=1 ./...) || rc=$?
 fi
 # The deploy artifacts' own module (Kubernetes types, buildkit's Dockerfile
 # parser: kept out of Mayfly's go.mod) on every full run.

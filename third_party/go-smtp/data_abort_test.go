@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/emersion/go-smtp"
 )
 
 // A message of exactly MaxMessageBytes (what SIZE advertises) is accepted;
@@ -14,8 +16,7 @@ func TestServer_exactlyMaxMessageBytes(t *testing.T) {
 		size int
 		want string
 	}{{50, "250 "}, {51, "552 "}} {
-		be, s, c, scanner := testServerAuthenticated(t)
-		s.MaxMessageBytes = 50
+		be, s, c, scanner := testServerAuthenticated(t, func(s *smtp.Server) { s.MaxMessageBytes = 50 })
 		io.WriteString(c, "MAIL FROM:<root@nsa.gov>\r\nRCPT TO:<root@gchq.gov.uk>\r\nDATA\r\n")
 		for i := 0; i < 3; i++ {
 			scanner.Scan()
@@ -38,10 +39,11 @@ const smuggle = "\r\nRSET\r\nMAIL FROM:<root@nsa.gov>\r\nRCPT TO:<victim@gchq.go
 // A refused DATA whose drain runs out of time closes the connection with
 // 421: the rest of the message is never read as commands.
 func TestServer_dataDrainTimeoutCloses(t *testing.T) {
-	be, s, c, scanner := testServerAuthenticated(t)
+	be, s, c, scanner := testServerAuthenticated(t, func(s *smtp.Server) {
+		s.MaxMessageBytes = 50
+		s.ReadTimeout = 300 * time.Millisecond
+	})
 	defer s.Close()
-	s.MaxMessageBytes = 50
-	s.ReadTimeout = 300 * time.Millisecond
 	io.WriteString(c, "MAIL FROM:<root@nsa.gov>\r\nRCPT TO:<root@gchq.gov.uk>\r\nDATA\r\n")
 	for i := 0; i < 3; i++ {
 		scanner.Scan()
@@ -64,10 +66,11 @@ func TestServer_dataDrainTimeoutCloses(t *testing.T) {
 // A refused BDAT chunk that does not arrive whole before the deadline ends
 // the connection the same way.
 func TestServer_bdatDiscardTimeoutCloses(t *testing.T) {
-	be, s, c, scanner := testServerAuthenticated(t)
+	be, s, c, scanner := testServerAuthenticated(t, func(s *smtp.Server) {
+		s.MaxMessageBytes = 50
+		s.ReadTimeout = 300 * time.Millisecond
+	})
 	defer s.Close()
-	s.MaxMessageBytes = 50
-	s.ReadTimeout = 300 * time.Millisecond
 	io.WriteString(c, "MAIL FROM:<root@nsa.gov>\r\nRCPT TO:<root@gchq.gov.uk>\r\nBDAT 1000 LAST\r\n"+strings.Repeat("x", 100))
 	for i := 0; i < 3; i++ {
 		scanner.Scan()

@@ -506,13 +506,13 @@ func (in *Inbox) WaitForMessages(ctx context.Context, n int, m Match) ([]Message
 // is an *UnexpectedMessageError carrying it.
 var ErrUnexpectedMessage = errors.New("mayfly: an unexpected message arrived")
 
-// UnexpectedMessageError is ExpectNoMessage's failure: the message that
-// arrived.
-type UnexpectedMessageError struct{ Message Message }
+// UnexpectedMessageError is ExpectNoMessage's failure: Received is the
+// message that arrived (TypeScript and Python name it received too).
+type UnexpectedMessageError struct{ Received Message }
 
 func (e *UnexpectedMessageError) Error() string {
-	return fmt.Sprintf("%s: %q from %s at %s (id %s)", ErrUnexpectedMessage, e.Message.Subject, e.Message.From,
-		e.Message.ReceivedAt.Format(time.RFC3339), e.Message.ID)
+	return fmt.Sprintf("%s: %q from %s at %s (id %s)", ErrUnexpectedMessage, e.Received.Subject, e.Received.From,
+		e.Received.ReceivedAt.Format(time.RFC3339), e.Received.ID)
 }
 
 func (e *UnexpectedMessageError) Unwrap() error { return ErrUnexpectedMessage }
@@ -531,7 +531,7 @@ func (in *Inbox) ExpectNoMessage(ctx context.Context, m Match, within time.Durat
 	msgs, err := in.waitFor(wctx, 1, m)
 	switch {
 	case err == nil:
-		return &UnexpectedMessageError{Message: msgs[0]}
+		return &UnexpectedMessageError{Received: msgs[0]}
 	case errors.Is(context.Cause(wctx), errWindowEnded) && errors.Is(err, ErrWaitTimeout) && ctx.Err() == nil:
 		if failing, last := in.downSince(); !failing.IsZero() && failing.After(start) {
 			return unreachable{url: in.c.base.String(), last: last, down: time.Since(failing)}

@@ -786,7 +786,7 @@ func TestScenarioExpectNoMessage(t *testing.T) {
 	start = time.Now()
 	err := in.ExpectNoMessage(ctx, client.Match{}, 10*time.Second)
 	var ue *client.UnexpectedMessageError
-	if !errors.Is(err, client.ErrUnexpectedMessage) || !errors.As(err, &ue) || ue.Message.Subject != "a second email" {
+	if !errors.Is(err, client.ErrUnexpectedMessage) || !errors.As(err, &ue) || ue.Received.Subject != "a second email" {
 		t.Fatalf("ExpectNoMessage with a mail arriving: %v; want ErrUnexpectedMessage carrying it", err)
 	}
 	within(t, "ExpectNoMessage failing", time.Since(start), 0, 6*time.Second)

@@ -69,6 +69,12 @@ func TestExpectNoMessageUnreachable(t *testing.T) {
 	if !errors.Is(err, client.ErrUnreachable) || !strings.Contains(err.Error(), f.base()) {
 		t.Fatalf("ExpectNoMessage against a stopped service: %v; want ErrUnreachable naming %s", err, f.base())
 	}
+	// Its fields, as TypeScript's and Python's: the URL, the last error,
+	// for how long.
+	var ue *client.UnreachableError
+	if !errors.As(err, &ue) || ue.URL != f.base() || ue.Last == nil || ue.UnreachableFor <= 0 || ue.UnreachableFor > 2*time.Second {
+		t.Fatalf("ExpectNoMessage's unreachable error: %#v; want an *UnreachableError with the URL, the last error and how long", ue)
+	}
 }
 
 // TestWaitForMessagesShortCount: fewer matching messages than asked for

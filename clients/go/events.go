@@ -534,7 +534,7 @@ func (in *Inbox) ExpectNoMessage(ctx context.Context, m Match, within time.Durat
 		return &UnexpectedMessageError{Received: msgs[0]}
 	case errors.Is(context.Cause(wctx), errWindowEnded) && errors.Is(err, ErrWaitTimeout) && ctx.Err() == nil:
 		if failing, last := in.downSince(); !failing.IsZero() && failing.After(start) {
-			return unreachable{url: in.c.base.String(), last: last, down: time.Since(failing)}
+			return &UnreachableError{URL: in.c.base.String(), Last: last, UnreachableFor: time.Since(failing)}
 		}
 		return nil
 	}
@@ -566,7 +566,7 @@ func (in *Inbox) waitFor(ctx context.Context, n int, m Match) ([]Message, error)
 	if err == nil {
 		return msgs, nil
 	}
-	if u, ok := context.Cause(wctx).(unreachable); ok {
+	if u, ok := context.Cause(wctx).(*UnreachableError); ok {
 		return nil, u
 	}
 	if errors.Is(err, context.DeadlineExceeded) && errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -595,7 +595,7 @@ func (in *Inbox) watch(ctx context.Context, start time.Time, stop context.Cancel
 			continue
 		}
 		if down := time.Since(later(failing, start)); down >= in.c.unreachable {
-			stop(unreachable{url: in.c.base.String(), last: last, down: down})
+			stop(&UnreachableError{URL: in.c.base.String(), Last: last, UnreachableFor: down})
 			return
 		}
 	}

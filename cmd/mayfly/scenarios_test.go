@@ -309,6 +309,9 @@ func TestScenarioDeletedInboxEveryCall(t *testing.T) {
 		_, errs["Message"] = in.Message(ctx, id)
 		errs["DeleteMessage"] = in.DeleteMessage(ctx, id)
 		_, errs["WaitForMessage"] = in.WaitForMessage(wctx, client.Match{})
+		_, errs["WaitForMessages"] = in.WaitForMessages(wctx, 1, client.Match{})
+		// Nothing can arrive in a gone inbox: that is no pass.
+		errs["ExpectNoMessage"] = in.ExpectNoMessage(wctx, client.Match{}, time.Second)
 		errs["Events"] = errors.New("Events yielded nothing")
 		for _, err := range in.Events(wctx) {
 			errs["Events"] = err

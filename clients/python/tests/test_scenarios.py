@@ -111,6 +111,9 @@ def test_deleted_inbox_every_call(stack, client):
             "delete_message": lambda: inbox.delete_message(msg.id),
             "events": lambda: next(inbox.events(timeout=2)),
             "wait_for_message": lambda: inbox.wait_for_message(timeout=2),
+            "wait_for_messages": lambda: inbox.wait_for_messages(1, timeout=2),
+            # Nothing can arrive in a gone inbox: that is no pass.
+            "expect_no_message": lambda: inbox.expect_no_message(within=1),
         }
         for name, call in calls.items():
             with pytest.raises(InboxGoneError):

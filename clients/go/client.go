@@ -30,6 +30,25 @@ type Mailbox struct {
 	MaxExpiresAt time.Time `json:"max_expires_at"`
 }
 
+// MarshalJSON writes a time the service gave none of (the zero time) as
+// null, as the API shows it and as the TypeScript and Python clients write
+// it in a state (not "0001-01-01T00:00:00Z").
+func (m Mailbox) MarshalJSON() ([]byte, error) {
+	orNull := func(t time.Time) *time.Time {
+		if t.IsZero() {
+			return nil
+		}
+		return &t
+	}
+	return json.Marshal(struct {
+		ID           string     `json:"id"`
+		Address      string     `json:"address"`
+		Kind         string     `json:"kind"`
+		ExpiresAt    *time.Time `json:"expires_at"`
+		MaxExpiresAt *time.Time `json:"max_expires_at"`
+	}{m.ID, m.Address, m.Kind, orNull(m.ExpiresAt), orNull(m.MaxExpiresAt)})
+}
+
 // MessageSummary is one item of the message list.
 type MessageSummary struct {
 	ID         string    `json:"id"`

@@ -216,3 +216,18 @@ def test_error_kinds():
     assert issubclass(mayfly.UnexpectedMessageError, mayfly.MayflyError)
     assert mayfly.Client("http://h/v1").wait_timeout == 20.0 == mayfly.DEFAULT_WAIT_TIMEOUT
     assert isinstance(mayfly.WaitTimeoutError("x"), TimeoutError)
+
+
+def test_state_mailbox_times_null_when_none():
+    # A mailbox time the service gave none of is null in a state, as the Go
+    # and TypeScript clients write it (clients/SCENARIOS.md, "Save and
+    # restore"); a given one is RFC 3339.
+    base = "http://127.0.0.1:1/v1"
+    st = {"version": 1, "base": base, "cookies": [], "seen": [],
+          "mailbox": {"id": "m1", "address": "a@mayfly.test", "kind": "permanent",
+                      "expires_at": None, "max_expires_at": None}}
+    inbox = mayfly.Client(base).restore(st)
+    got = inbox.state()["mailbox"]
+    assert got["expires_at"] is None and got["max_expires_at"] is None, got
+    st["mailbox"]["expires_at"] = "2026-11-25T09:00:00Z"
+    assert mayfly.Client(base).restore(st).state()["mailbox"]["expires_at"] == "2026-11-25T09:00:00Z"

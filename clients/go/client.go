@@ -711,8 +711,15 @@ func decode(resp *http.Response, out any) error {
 			e.RequestID = env.RequestID
 		}
 	}
+	if e.Code == "" && e.Message == "" {
+		e.Message = http.StatusText(resp.StatusCode) + ": " + notTheAPI
+	}
 	return e
 }
+
+// notTheAPI explains an error answer without the API's envelope (another
+// server, a proxy, a base URL without /v1), in the three clients' words.
+const notTheAPI = "not an answer of the Mayfly API (is the base URL the API's, ending in /v1?)"
 
 // redactPath keeps logs free of anything but the route's shape.
 func redactPath(p string) string {

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -95,5 +96,26 @@ func TestWaitForMessagesShortCount(t *testing.T) {
 	defer cancel2()
 	if m, err := in.WaitForMessage(ctx2, client.Match{}); err != nil || m.Subject != "one" {
 		t.Fatalf("the next wait: %q, %v; want the message the short count found", m.Subject, err)
+	}
+}
+
+// TestAnswerWithoutTheEnvelope: an error answer that is not the API's
+// (another server, a proxy, a base URL without /v1) is named and explained
+// in the words of the three clients (error-names-url).
+func TestAnswerWithoutTheEnvelope(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(srv.Close)
+	c, err := client.New(srv.URL + "/v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = c.CreateInbox(ctx, 0)
+	var e *client.Error
+	want := "POST " + srv.URL + "/v1/mailboxes: 404: Not Found: not an answer of the Mayfly API (is the base URL the API's, ending in /v1?)"
+	if !errors.As(err, &e) || e.Status != 404 || e.Code != "" || !strings.Contains(err.Error(), want) {
+		t.Fatalf("CreateInbox against another server's 404: %v; want %q", err, want)
 	}
 }

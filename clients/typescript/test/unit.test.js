@@ -233,4 +233,16 @@ describe('Mayfly', () => {
     const quick = new Mayfly({ baseUrl: 'http://api.example/v1', maxAttempts: 1, fetch: async () => new Response('{"error":{"code":"RATE_LIMITED","message":"x"},"request_id":"r"}', { status: 429, headers: { 'retry-after': '1' } }) });
     await assert.rejects(quick.createInbox(), RateLimitedError);
   });
+
+  test('an answer without the API envelope is named and explained, no request id made up (error-names-url, unit)', async () => {
+    const other = new Mayfly({
+      baseUrl: 'http://api.example/v1',
+      fetch: async () => new Response('404 page not found', { status: 404, statusText: 'Not Found', headers: { 'content-type': 'text/plain' } }),
+    });
+    await assert.rejects(other.createInbox(), (err) => {
+      assert.ok(err instanceof MayflyError && err.status === 404 && err.code === undefined, String(err));
+      assert.equal(err.message, "mayfly: POST http://api.example/v1/mailboxes: 404: Not Found: not an answer of the Mayfly API (is the base URL the API's, ending in /v1?)");
+      return true;
+    });
+  });
 });

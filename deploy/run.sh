@@ -151,7 +151,7 @@ Quick start (copy-paste; <id> and <address> come from the first reply):
 Or with the CLI, \`mayfly inbox\` (from this checkout: bin/mayfly inbox), in another terminal:
 ${cli_base}  addr=\$(bin/mayfly inbox new)
   swaks --server $smtp_addr --to "\$addr" --header 'Subject: Your code' --body 'your code is 123456'
-  bin/mayfly inbox wait --subject 'Your code' --timeout 60s
+  bin/mayfly inbox wait --subject 'Your code'   # up to 20 s, the clients' default (--timeout 1m for more)
 
 Ctrl-C (or kill -TERM / -HUP of make or of this script) stops Mayfly and its Redis.
 

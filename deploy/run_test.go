@@ -166,6 +166,13 @@ func TestMakeRunStopsOnSignal(t *testing.T) {
 			if strings.Contains(banner, "mayfly-inbox") || strings.Contains(banner, "--base") {
 				t.Errorf("make run's banner names the CLI another way (mayfly-inbox, --base):\n%s", banner)
 			}
+			// Its wait uses the clients' 20 s default: no --timeout of
+			// another value to copy (a comment may say how to change it).
+			for _, line := range strings.Split(banner, "\n") {
+				if cmd, _, _ := strings.Cut(line, "#"); strings.Contains(cmd, "inbox wait") && strings.Contains(cmd, "--timeout") {
+					t.Errorf("make run's banner gives the CLI's wait a --timeout other than the 20 s default: %q", line)
+				}
+			}
 			procs := group(pgid)
 			var sawRedis, sawMayfly, sawRun bool
 			target := pgid

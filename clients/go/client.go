@@ -30,6 +30,25 @@ type Mailbox struct {
 	MaxExpiresAt time.Time `json:"max_expires_at"`
 }
 
+// MarshalJSON writes a time the service gave none of (the zero time) as
+// null, as the API shows it and as the TypeScript and Python clients write
+// it in a state (not "0001-01-01T00:00:00Z").
+func (m Mailbox) MarshalJSON() ([]byte, error) {
+	orNull := func(t time.Time) *time.Time {
+		if t.IsZero() {
+			return nil
+		}
+		return &t
+	}
+	return json.Marshal(struct {
+		ID           string     `json:"id"`
+		Address      string     `json:"address"`
+		Kind         string     `json:"kind"`
+		ExpiresAt    *time.Time `json:"expires_at"`
+		MaxExpiresAt *time.Time `json:"max_expires_at"`
+	}{m.ID, m.Address, m.Kind, orNull(m.ExpiresAt), orNull(m.MaxExpiresAt)})
+}
+
 // MessageSummary is one item of the message list.
 type MessageSummary struct {
 	ID         string    `json:"id"`
@@ -692,8 +711,15 @@ func decode(resp *http.Response, out any) error {
 			e.RequestID = env.RequestID
 		}
 	}
+	if e.Code == "" && e.Message == "" {
+		e.Message = http.StatusText(resp.StatusCode) + ": " + notTheAPI
+	}
 	return e
 }
+
+// notTheAPI explains an error answer without the API's envelope (another
+// server, a proxy, a base URL without /v1), in the three clients' words.
+const notTheAPI = "not an answer of the Mayfly API (is the base URL the API's, ending in /v1?)"
 
 // redactPath keeps logs free of anything but the route's shape.
 func redactPath(p string) string {

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -69,6 +70,12 @@ func TestExpectNoMessageUnreachable(t *testing.T) {
 	if !errors.Is(err, client.ErrUnreachable) || !strings.Contains(err.Error(), f.base()) {
 		t.Fatalf("ExpectNoMessage against a stopped service: %v; want ErrUnreachable naming %s", err, f.base())
 	}
+	// Its fields, as TypeScript's and Python's: the URL, the last error,
+	// for how long.
+	var ue *client.UnreachableError
+	if !errors.As(err, &ue) || ue.URL != f.base() || ue.Last == nil || ue.UnreachableFor <= 0 || ue.UnreachableFor > 2*time.Second {
+		t.Fatalf("ExpectNoMessage's unreachable error: %#v; want an *UnreachableError with the URL, the last error and how long", ue)
+	}
 }
 
 // TestWaitForMessagesShortCount: fewer matching messages than asked for
@@ -89,5 +96,26 @@ func TestWaitForMessagesShortCount(t *testing.T) {
 	defer cancel2()
 	if m, err := in.WaitForMessage(ctx2, client.Match{}); err != nil || m.Subject != "one" {
 		t.Fatalf("the next wait: %q, %v; want the message the short count found", m.Subject, err)
+	}
+}
+
+// TestAnswerWithoutTheEnvelope: an error answer that is not the API's
+// (another server, a proxy, a base URL without /v1) is named and explained
+// in the words of the three clients (error-names-url).
+func TestAnswerWithoutTheEnvelope(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(srv.Close)
+	c, err := client.New(srv.URL + "/v1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = c.CreateInbox(ctx, 0)
+	var e *client.Error
+	want := "POST " + srv.URL + "/v1/mailboxes: 404: Not Found: not an answer of the Mayfly API (is the base URL the API's, ending in /v1?)"
+	if !errors.As(err, &e) || e.Status != 404 || e.Code != "" || !strings.Contains(err.Error(), want) {
+		t.Fatalf("CreateInbox against another server's 404: %v; want %q", err, want)
 	}
 }

@@ -179,23 +179,26 @@ func (g gone) Unwrap() []error {
 // wait ends early with it rather than run out its deadline.
 var ErrUnreachable = errors.New("mayfly: the service is unreachable")
 
-// unreachable is ErrUnreachable with the URL, the last error and how long.
-type unreachable struct {
-	url  string
-	last error
-	down time.Duration
+// UnreachableError is ErrUnreachable's error (errors.As): the URL, the
+// last transport error and for how long every attempt had failed
+// (TypeScript's unreachableFor, Python's unreachable_for).
+type UnreachableError struct {
+	URL            string
+	Last           error
+	UnreachableFor time.Duration
 }
 
-func (u unreachable) Error() string {
-	return fmt.Sprintf("%s: %s answered nothing for %v (last error: %s)", ErrUnreachable, u.url,
-		u.down.Round(100*time.Millisecond), strings.TrimPrefix(errText(u.last), "mayfly: "))
+func (u *UnreachableError) Error() string {
+	return fmt.Sprintf("%s: %s answered nothing for %v (last error: %s)", ErrUnreachable, u.URL,
+		u.UnreachableFor.Round(100*time.Millisecond), strings.TrimPrefix(errText(u.Last), "mayfly: "))
 }
 
-func (u unreachable) Unwrap() []error {
-	if u.last == nil {
+// Unwrap gives ErrUnreachable and the last transport error.
+func (u *UnreachableError) Unwrap() []error {
+	if u.Last == nil {
 		return []error{ErrUnreachable}
 	}
-	return []error{ErrUnreachable, u.last}
+	return []error{ErrUnreachable, u.Last}
 }
 
 func errText(err error) string {

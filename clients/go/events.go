@@ -506,13 +506,13 @@ func (in *Inbox) WaitForMessages(ctx context.Context, n int, m Match) ([]Message
 // is an *UnexpectedMessageError carrying it.
 var ErrUnexpectedMessage = errors.New("mayfly: an unexpected message arrived")
 
-// UnexpectedMessageError is ExpectNoMessage's failure: the message that
-// arrived.
-type UnexpectedMessageError struct{ Message Message }
+// UnexpectedMessageError is ExpectNoMessage's failure: Received is the
+// message that arrived (TypeScript and Python name it received too).
+type UnexpectedMessageError struct{ Received Message }
 
 func (e *UnexpectedMessageError) Error() string {
-	return fmt.Sprintf("%s: %q from %s at %s (id %s)", ErrUnexpectedMessage, e.Message.Subject, e.Message.From,
-		e.Message.ReceivedAt.Format(time.RFC3339), e.Message.ID)
+	return fmt.Sprintf("%s: %q from %s at %s (id %s)", ErrUnexpectedMessage, e.Received.Subject, e.Received.From,
+		e.Received.ReceivedAt.Format(time.RFC3339), e.Received.ID)
 }
 
 func (e *UnexpectedMessageError) Unwrap() error { return ErrUnexpectedMessage }
@@ -531,10 +531,10 @@ func (in *Inbox) ExpectNoMessage(ctx context.Context, m Match, within time.Durat
 	msgs, err := in.waitFor(wctx, 1, m)
 	switch {
 	case err == nil:
-		return &UnexpectedMessageError{Message: msgs[0]}
+		return &UnexpectedMessageError{Received: msgs[0]}
 	case errors.Is(context.Cause(wctx), errWindowEnded) && errors.Is(err, ErrWaitTimeout) && ctx.Err() == nil:
 		if failing, last := in.downSince(); !failing.IsZero() && failing.After(start) {
-			return unreachable{url: in.c.base.String(), last: last, down: time.Since(failing)}
+			return &UnreachableError{URL: in.c.base.String(), Last: last, UnreachableFor: time.Since(failing)}
 		}
 		return nil
 	}
@@ -566,7 +566,7 @@ func (in *Inbox) waitFor(ctx context.Context, n int, m Match) ([]Message, error)
 	if err == nil {
 		return msgs, nil
 	}
-	if u, ok := context.Cause(wctx).(unreachable); ok {
+	if u, ok := context.Cause(wctx).(*UnreachableError); ok {
 		return nil, u
 	}
 	if errors.Is(err, context.DeadlineExceeded) && errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -595,7 +595,7 @@ func (in *Inbox) watch(ctx context.Context, start time.Time, stop context.Cancel
 			continue
 		}
 		if down := time.Since(later(failing, start)); down >= in.c.unreachable {
-			stop(unreachable{url: in.c.base.String(), last: last, down: down})
+			stop(&UnreachableError{URL: in.c.base.String(), Last: last, UnreachableFor: down})
 			return
 		}
 	}

@@ -103,7 +103,7 @@ func ExampleInbox_ExpectNoMessage() {
 	err = inbox.ExpectNoMessage(ctx, client.Match{}, 10*time.Second)
 	var unexpected *client.UnexpectedMessageError
 	if errors.As(err, &unexpected) {
-		fmt.Println("unexpected:", unexpected.Message.Subject)
+		fmt.Println("unexpected:", unexpected.Received.Subject)
 	}
 	// Output:
 	// nothing within a second: true

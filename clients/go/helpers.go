@@ -8,13 +8,23 @@ import (
 
 // The helpers below are client-side only: the service extracts nothing.
 
+// ws is white space for the helpers' words: Unicode's White_Space, the
+// same set in the three clients (Go's \s lacks \v and the no-break space
+// that &nbsp; gives).
+const ws = `\t\n\v\f\r \x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}\x{205f}\x{3000}`
+
 var (
-	textLinkRE = regexp.MustCompile(`https?://[^\s<>"'\x60]+`)
-	hrefRE     = regexp.MustCompile(`(?i)\bhref\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>"']+))`)
-	tagRE      = regexp.MustCompile(`(?s)<!--.*?-->|<[^>]*>`)
+	textLinkRE = regexp.MustCompile(`(?i)https?://[^` + ws + `<>"'\x60]+`)
+	hrefRE     = regexp.MustCompile(`(?i)(?:^|[ \t\n\f\r])href[ \t\n\f\r]*=[ \t\n\f\r]*(?:"([^"]*)"|'([^']*)'|([^ \t\n\f\r>"']+))`)
+	// hiddenRE is what holds no text or link: comments, scripts, styles.
+	hiddenRE = regexp.MustCompile(`(?is)<!--.*?-->|<script\b.*?</script\s*>|<style\b.*?</style\s*>`)
+	tagRE    = regexp.MustCompile(`<[^>]*>`)
 	// anchorRE is a tag with an href (group 1: its attributes) and, for an
 	// <a>, the text up to its closing tag (group 2).
 	anchorRE = regexp.MustCompile(`(?is)<(?:a\b([^>]*)>(.*?)</a\s*>|[a-z][a-z0-9]*\b([^>]*\bhref\s*=[^>]*)>)`)
+	// entityRE is a character reference the helpers decode: a numeric one,
+	// or a named one ended by its ";" (a link's "&region=eu" stays).
+	entityRE = regexp.MustCompile(`&(?:#[0-9]+;?|#[xX][0-9a-fA-F]+;?|[A-Za-z][A-Za-z0-9]*;)`)
 	// DefaultCodePattern is Code's default: a run of 4 to 8 digits on word
 	// boundaries.
 	DefaultCodePattern = regexp.MustCompile(`\b\d{4,8}\b`)
@@ -46,7 +56,7 @@ func LinksWithText(msg Message) []Link {
 	var out []Link
 	seen := map[string]bool{}
 	add := func(u, text string) {
-		u = strings.TrimSpace(html.UnescapeString(u))
+		u = strings.TrimSpace(unescape(u))
 		lower := strings.ToLower(u)
 		if !strings.HasPrefix(lower, "http://") && !strings.HasPrefix(lower, "https://") || seen[u] {
 			return
@@ -57,13 +67,14 @@ func LinksWithText(msg Message) []Link {
 	for _, u := range textLinkRE.FindAllString(msg.TextBody, -1) {
 		add(trimLink(u), "")
 	}
-	for _, m := range anchorRE.FindAllStringSubmatchIndex(msg.HTMLBody, -1) {
+	body := hiddenRE.ReplaceAllString(msg.HTMLBody, " ")
+	for _, m := range anchorRE.FindAllStringSubmatchIndex(body, -1) {
 		var attrs string
 		switch {
 		case m[2] >= 0:
-			attrs = msg.HTMLBody[m[2]:m[3]]
+			attrs = body[m[2]:m[3]]
 		case m[6] >= 0: // a tag other than a closed <a>, with an href
-			attrs = msg.HTMLBody[m[6]:m[7]]
+			attrs = body[m[6]:m[7]]
 		}
 		href := hrefRE.FindStringSubmatch(attrs)
 		if href == nil {
@@ -71,7 +82,7 @@ func LinksWithText(msg Message) []Link {
 		}
 		text := ""
 		if m[4] >= 0 {
-			text = strings.Join(strings.Fields(HTMLText(msg.HTMLBody[m[4]:m[5]])), " ")
+			text = strings.Join(strings.Fields(HTMLText(body[m[4]:m[5]])), " ")
 		}
 		add(href[1]+href[2]+href[3], text)
 	}
@@ -86,6 +97,7 @@ func trimLink(u string) string {
 		case strings.IndexByte(".,;:!?*", last) >= 0:
 		case last == ')' && strings.Count(u, "(") < strings.Count(u, ")"):
 		case last == ']' && strings.Count(u, "[") < strings.Count(u, "]"):
+		case last == '}' && strings.Count(u, "{") < strings.Count(u, "}"):
 		default:
 			return u
 		}
@@ -94,10 +106,17 @@ func trimLink(u string) string {
 	return u
 }
 
-// HTMLText is the text of an HTML body: comments and tags removed,
-// entities unescaped.
+// HTMLText is the text of an HTML body: comments, scripts, styles and
+// tags removed (each as a space), character references decoded.
 func HTMLText(body string) string {
-	return html.UnescapeString(tagRE.ReplaceAllString(body, " "))
+	return unescape(tagRE.ReplaceAllString(hiddenRE.ReplaceAllString(body, " "), " "))
+}
+
+// unescape decodes the character references of s once: numeric ones, and
+// named ones ended by ";" (HTML's whole table). A name without its ";" is
+// left as it is, as a browser leaves "&region=eu" in an href.
+func unescape(s string) string {
+	return entityRE.ReplaceAllStringFunc(s, html.UnescapeString)
 }
 
 // Code returns the verification code of msg. It reads text_body, else the
@@ -168,12 +187,18 @@ func codeFields(msg Message) []string {
 
 // sentenceEndRE ends a sentence: a keyword is next to a run only within
 // its sentence ("... your code. Order 2026" does not make 2026 the code).
-var sentenceEndRE = regexp.MustCompile(`[.!?](\s|$)`)
+// The text before a run ends at the run, which is no end of the field:
+// there a full stop ends a sentence only with white space after it.
+var (
+	sentenceEndRE       = regexp.MustCompile(`[.!?]([` + ws + `]|$)`)
+	sentenceEndBeforeRE = regexp.MustCompile(`[.!?][` + ws + `]`)
+)
 
 // lastWords is the last n white-space separated words of s's last
-// sentence.
+// sentence (s is the text before a run: its last word may be the part of
+// the run's word before it, as "PIN:" in "PIN:1234").
 func lastWords(s string, n int) string {
-	if ends := sentenceEndRE.FindAllStringIndex(s, -1); len(ends) > 0 {
+	if ends := sentenceEndBeforeRE.FindAllStringIndex(s, -1); len(ends) > 0 {
 		s = s[ends[len(ends)-1][1]:]
 	}
 	f := strings.Fields(s)

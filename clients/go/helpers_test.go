@@ -1,6 +1,8 @@
 package client_test
 
 import (
+	"encoding/json"
+	"os"
 	"regexp"
 	"slices"
 	"testing"
@@ -8,90 +10,86 @@ import (
 	client "github.com/mayfly/mayfly/clients/go"
 )
 
-func TestLinks(t *testing.T) {
-	msg := client.Message{
-		TextBody: "Confirm: https://shop.example/confirm?a=1&b=2. Or (see https://shop.example/help).\nhttp://x.example/p",
-		HTMLBody: `<a href="https://shop.example/confirm?a=1&amp;b=2">go</a> <a href='https://t.example/c?u=1&amp;v=%20'>x</a>` +
-			`<a href=mailto:a@b.example>m</a><a HREF="HTTPS://up.example/">u</a>`,
-	}
-	got := client.Links(msg)
-	want := []string{"https://shop.example/confirm?a=1&b=2", "https://shop.example/help", "http://x.example/p",
-		"https://t.example/c?u=1&v=%20", "HTTPS://up.example/"}
-	if !slices.Equal(got, want) {
-		t.Fatalf("Links = %q\nwant %q", got, want)
-	}
-	if got := client.Links(client.Message{}); len(got) != 0 {
-		t.Fatalf("Links of an empty message = %q", got)
-	}
+// The cases of Code, Codes, Links and LinksWithText are shared with the
+// TypeScript and Python clients' unit tests (clients/testdata), so the three
+// cannot drift apart.
+
+type helperMessage struct {
+	Subject  string `json:"subject"`
+	TextBody string `json:"text_body"`
+	HTMLBody string `json:"html_body"`
 }
 
-func TestCode(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		msg     client.Message
-		pattern *regexp.Regexp
-		want    string
-		ok      bool
-	}{
-		{"text", client.Message{TextBody: "Your code is 482913.", HTMLBody: "<p>111111</p>", MessageSummary: client.MessageSummary{Subject: "222222"}}, nil, "482913", true},
-		{"word boundaries", client.Message{TextBody: "order 123456789 and 12 then 4321"}, nil, "4321", true},
-		{"html text", client.Message{HTMLBody: `<p style="x:1234">Code: <b>7&#55;07</b></p>`}, nil, "7707", true},
-		{"subject", client.Message{TextBody: "see subject", MessageSummary: client.MessageSummary{Subject: "Your code 5555"}}, nil, "5555", true},
-		{"none", client.Message{TextBody: "no digits", MessageSummary: client.MessageSummary{Subject: "hi"}}, nil, "", false},
-		{"custom group", client.Message{TextBody: "token: AB-12CD, code 9999"}, regexp.MustCompile(`token: ([A-Z0-9-]+)`), "AB-12CD", true},
-		{"custom whole", client.Message{TextBody: "ref XK42Q"}, regexp.MustCompile(`X[A-Z0-9]{4}`), "XK42Q", true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got, ok := client.Code(tc.msg, tc.pattern)
-			if got != tc.want || ok != tc.ok {
-				t.Fatalf("Code = %q, %v; want %q, %v", got, ok, tc.want, tc.ok)
+func (m helperMessage) message() client.Message {
+	return client.Message{MessageSummary: client.MessageSummary{Subject: m.Subject}, TextBody: m.TextBody, HTMLBody: m.HTMLBody}
+}
+
+func readCases[T any](t *testing.T, name string) []T {
+	t.Helper()
+	b, err := os.ReadFile("../testdata/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file struct{ Cases []T }
+	if err := json.Unmarshal(b, &file); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	if len(file.Cases) == 0 {
+		t.Fatalf("%s has no cases", name)
+	}
+	return file.Cases
+}
+
+func TestCodeTable(t *testing.T) {
+	type codeCase struct {
+		Name    string
+		Message helperMessage
+		Pattern *string
+		Code    *string
+		Codes   []string
+	}
+	for _, tc := range readCases[codeCase](t, "codes.json") {
+		t.Run(tc.Name, func(t *testing.T) {
+			var pattern *regexp.Regexp
+			if tc.Pattern != nil {
+				pattern = regexp.MustCompile(*tc.Pattern)
+			}
+			want, wantOK := "", tc.Code != nil
+			if wantOK {
+				want = *tc.Code
+			}
+			if got, ok := client.Code(tc.Message.message(), pattern); got != want || ok != wantOK {
+				t.Errorf("Code = %q, %v; want %q, %v", got, ok, want, wantOK)
+			}
+			if tc.Pattern != nil {
+				return
+			}
+			if got := client.Codes(tc.Message.message()); !slices.Equal(got, tc.Codes) || got == nil && tc.Codes == nil {
+				t.Errorf("Codes = %q; want %q", got, tc.Codes)
 			}
 		})
 	}
 }
 
-func TestLinksWithText(t *testing.T) {
-	msg := client.Message{
-		TextBody: "Or paste https://shop.example/verify?u=1&t=2 in your browser.",
-		HTMLBody: `<p><a class="btn" href="https://shop.example/verify?u=1&amp;t=2">Verify <b>now</b></a></p>` +
-			`<a href="https://shop.example/help?x=1&amp;amp;y">Help &amp;
-			 support</a><a href=https://open.example/>` + `<area href="https://map.example/">`,
+func TestLinksTable(t *testing.T) {
+	type linksCase struct {
+		Name          string
+		Message       helperMessage
+		LinksWithText []client.Link `json:"links_with_text"`
 	}
-	got := client.LinksWithText(msg)
-	want := []client.Link{
-		{URL: "https://shop.example/verify?u=1&t=2", Text: ""}, // first seen in the text
-		{URL: "https://shop.example/help?x=1&amp;y", Text: "Help & support"},
-		{URL: "https://open.example/", Text: ""},
-		{URL: "https://map.example/", Text: ""},
-	}
-	if !slices.Equal(got, want) {
-		t.Fatalf("LinksWithText = %q\nwant %q", got, want)
-	}
-	html := client.Message{HTMLBody: `<a href="https://shop.example/v?a=1&amp;b=2">Verify</a>`}
-	if got := client.LinksWithText(html); len(got) != 1 || got[0].Text != "Verify" || got[0].URL != "https://shop.example/v?a=1&b=2" {
-		t.Fatalf("LinksWithText of one anchor = %q", got)
-	}
-}
-
-func TestCodePrefersKeyword(t *testing.T) {
-	for _, tc := range []struct{ text, want string }{
-		{"Order #2026 placed 2026-11-24 at 10:00. Your verification code is 482913. Thanks!", "482913"},
-		{"Order #2026 placed 2026-11-24. Your PIN: 5590 (ref 123456)", "5590"},
-		{"482913 is your one-time code. Order 2026.", "482913"},
-		{"Invoice 2026, amount 1234, ref 998877 then 112233 and 4455", "112233"}, // the last 6-digit run
-		{"Invoice 2026, amount 1234", "2026"},                                    // else the first run
-		{"OTP\n\n  77881", "77881"},
-	} {
-		if got, ok := client.Code(client.Message{TextBody: tc.text}, nil); !ok || got != tc.want {
-			t.Errorf("Code(%q) = %q, %v; want %q", tc.text, got, ok, tc.want)
-		}
-	}
-	msg := client.Message{TextBody: "Order #2026 placed 2026-11-24. Your verification code is 482913"}
-	if got := client.Codes(msg); !slices.Equal(got, []string{"2026", "2026", "482913"}) {
-		t.Errorf("Codes = %q", got)
-	}
-	// A custom pattern keeps the first match.
-	if got, _ := client.Code(msg, regexp.MustCompile(`\d{4}`)); got != "2026" {
-		t.Errorf("Code with a pattern = %q, want the first match 2026", got)
+	for _, tc := range readCases[linksCase](t, "links.json") {
+		t.Run(tc.Name, func(t *testing.T) {
+			got := client.LinksWithText(tc.Message.message())
+			if !slices.Equal(got, tc.LinksWithText) {
+				t.Errorf("LinksWithText = %q\nwant %q", got, tc.LinksWithText)
+			}
+			var urls []string
+			for _, l := range tc.LinksWithText {
+				urls = append(urls, l.URL)
+			}
+			if got := client.Links(tc.Message.message()); !slices.Equal(got, urls) {
+				t.Errorf("Links = %q\nwant %q", got, urls)
+			}
+		})
 	}
 }

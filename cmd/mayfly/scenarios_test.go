@@ -309,6 +309,9 @@ func TestScenarioDeletedInboxEveryCall(t *testing.T) {
 		_, errs["Message"] = in.Message(ctx, id)
 		errs["DeleteMessage"] = in.DeleteMessage(ctx, id)
 		_, errs["WaitForMessage"] = in.WaitForMessage(wctx, client.Match{})
+		_, errs["WaitForMessages"] = in.WaitForMessages(wctx, 1, client.Match{})
+		// Nothing can arrive in a gone inbox: that is no pass.
+		errs["ExpectNoMessage"] = in.ExpectNoMessage(wctx, client.Match{}, time.Second)
 		errs["Events"] = errors.New("Events yielded nothing")
 		for _, err := range in.Events(wctx) {
 			errs["Events"] = err
@@ -786,7 +789,7 @@ func TestScenarioExpectNoMessage(t *testing.T) {
 	start = time.Now()
 	err := in.ExpectNoMessage(ctx, client.Match{}, 10*time.Second)
 	var ue *client.UnexpectedMessageError
-	if !errors.Is(err, client.ErrUnexpectedMessage) || !errors.As(err, &ue) || ue.Message.Subject != "a second email" {
+	if !errors.Is(err, client.ErrUnexpectedMessage) || !errors.As(err, &ue) || ue.Received.Subject != "a second email" {
 		t.Fatalf("ExpectNoMessage with a mail arriving: %v; want ErrUnexpectedMessage carrying it", err)
 	}
 	within(t, "ExpectNoMessage failing", time.Since(start), 0, 6*time.Second)

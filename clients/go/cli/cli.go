@@ -5,7 +5,7 @@
 //
 //	addr=$(mayfly inbox new)                       # create + select, print the address
 //	swaks --to "$addr" ...                         # the system under test sends mail
-//	mayfly inbox wait --subject 'Your code' --code --timeout 60s
+//	mayfly inbox wait --subject 'Your code' --code # up to 20 s (--timeout 1m for more)
 //
 // The jar file (--jar, default $XDG_STATE_HOME/mayfly/jar.json, mode 0600)
 // holds named inboxes (--name, default "default") with their cookies, which

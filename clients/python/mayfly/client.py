@@ -581,8 +581,7 @@ class Inbox:
         mailbox: Dict[str, Any] = {"id": mb.id, "address": mb.address, "kind": mb.kind}
         for name in ("expires_at", "max_expires_at"):
             t = getattr(mb, name)
-            if t is not None:
-                mailbox[name] = _rfc3339(t)
+            mailbox[name] = None if t is None else _rfc3339(t)  # null when the service gave none, as Go and TS
         with self._lock:
             seen = list(self._returned)
         st: Dict[str, Any] = {"version": STATE_VERSION, "base": self._client.base_url, "mailbox": mailbox,

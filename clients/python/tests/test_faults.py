@@ -119,6 +119,33 @@ def make_inbox(srv, **kw) -> mayfly.Inbox:
     return mayfly.Client(srv.base, **kw).create_inbox()
 
 
+def test_an_answer_without_the_envelope_is_not_the_api(srv):
+    # error-names-url (unit): a 404 that is not the API's (another server,
+    # a base URL without /v1 behind a proxy) is named and explained.
+    srv.script["POST /v1/mailboxes"] = [(404, "404 page not found", {})]
+    with pytest.raises(mayfly.MayflyError) as e:
+        mayfly.Client(srv.base).create_inbox(timeout=5)
+    text = str(e.value)
+    assert e.value.status == 404 and e.value.code == "", text
+    assert f"POST {srv.base}/mailboxes: 404: " in text, text
+    assert "not an answer of the Mayfly API" in text and "ending in /v1" in text, text
+
+
+def test_set_up_creation_outlasts_a_503(srv, patient_create):
+    # The scenario tests' set-up (conftest's create_inbox_patiently, the
+    # inbox fixture) outlasts the 503 DEPENDENCY_UNAVAILABLE a loaded stack
+    # gives at creation, which the client rightly does not retry.
+    srv.script["POST /v1/mailboxes"] = [err(503, "DEPENDENCY_UNAVAILABLE"), CREATED]
+    srv.script[f"POST /v1/mailboxes/{MBOX}/select"] = [SELECTED]
+    c = mayfly.Client(srv.base)
+    with pytest.raises(mayfly.MayflyError) as e:
+        c.create_inbox()
+    assert e.value.status == 503 and srv.count("POST /v1/mailboxes") == 1
+    srv.script["POST /v1/mailboxes"] = [err(503, "DEPENDENCY_UNAVAILABLE"), CREATED]
+    assert patient_create(c).id == MBOX
+    assert srv.count("POST /v1/mailboxes") == 3
+
+
 def test_read_retried_on_500_and_503(srv):
     inbox = make_inbox(srv)
     srv.script["GET /v1/messages"] = [err(500, "INTERNAL"), err(503, "DEPENDENCY_UNAVAILABLE", "0"), OK_LIST]

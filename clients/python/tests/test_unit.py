@@ -4,11 +4,14 @@ rules. No stack needed."""
 from __future__ import annotations
 
 import http.cookiejar
+import json
+import re
 import threading
 import time
 import urllib.request
 from datetime import datetime, timezone
 from email.message import Message as Headers
+from pathlib import Path
 
 import pytest
 
@@ -58,88 +61,42 @@ def msg(text="", html="", subject=""):
                           text_body=text, html_body=html)
 
 
-def test_links():
-    m = msg(
-        text="Open https://a.example/x?y=1&amp;z=2. Or (see http://b.example/p(1)) and https://a.example/x?y=1&z=2",
-        html='<a href="https://c.example/?q=1&amp;r=2">c</a><a href="mailto:x@y">m</a>'
-             '<a HREF=" HTTPS://d.example/ ">d</a><a href="javascript:alert(1)">j</a>'
-             '<a href="https://b.example/p(1)">dup</a>',
-    )
-    assert mayfly.links(m) == [
-        "https://a.example/x?y=1&z=2",
-        "http://b.example/p(1)",
-        "https://c.example/?q=1&r=2",
-        "HTTPS://d.example/",
-        "https://b.example/p(1)",
-    ]
-    assert mayfly.links(msg()) == []
+# The cases of code(), codes(), links() and links_with_text() are shared
+# with the Go and TypeScript clients' unit tests (clients/testdata), so the
+# three cannot drift apart.
+_TESTDATA = Path(__file__).resolve().parents[2] / "testdata"
 
 
-def test_links_with_text():
-    # links-with-text (unit): the anchor's text for an href, "" for a text
-    # link; the same order and each URL once, as links().
-    m = msg(
-        text="Start at https://a.example/start.",
-        html='<p><a href="https://a.example/verify?u=1&amp;t=2">  Verify\n <b>my</b> email </a></p>'
-             '<a href="https://a.example/start">again</a><a href="https://a.example/x"></a>',
-    )
-    assert mayfly.links_with_text(m) == [
-        ("https://a.example/start", ""),
-        ("https://a.example/verify?u=1&t=2", "Verify my email"),
-        ("https://a.example/x", ""),
-    ]
-    assert [link.url for link in mayfly.links_with_text(m)] == mayfly.links(m)
-    assert mayfly.links_with_text(m)[1].text == "Verify my email"
+def _cases(name):
+    cases = json.loads((_TESTDATA / name).read_text(encoding="utf-8"))["cases"]
+    assert cases, name
+    return [pytest.param(c, id=c["name"]) for c in cases]
 
 
-def test_links_unescape_an_href_once():
-    # The HTML parser unescapes attribute values: "&amp;amp;" is the text
-    # "&amp;" in the URL, and must stay so (it was unescaped twice to "&").
-    m = msg(html='<a href="https://a.example/?q=x&amp;amp;y=1">x</a>')
-    assert mayfly.links(m) == ["https://a.example/?q=x&amp;y=1"]
+def _msg(fields):
+    return msg(text=fields.get("text_body", ""), html=fields.get("html_body", ""), subject=fields.get("subject", ""))
 
 
-def test_code():
-    assert mayfly.code(msg(text="Your code: 123456.")) == "123456"
-    # 3 or 9 digits are not a code; word boundaries hold.
-    assert mayfly.code(msg(text="id 123 and 123456789 and abc12345")) is None
-    # The text body first, then the HTML's text, then the subject.
-    assert mayfly.code(msg(text="1111", html="<b>2222</b>", subject="3333")) == "1111"
-    assert mayfly.code(msg(html="<p>Code</p><p>2222</p><script>9999</script>", subject="3333")) == "2222"
-    # Cells stay apart: tags count as spaces.
-    assert mayfly.code(msg(html="<td>2026</td><td>1234</td>")) == "2026"
-    assert mayfly.code(msg(html="<p>&#x31;&#50;34</p>")) == "1234"
-    assert mayfly.code(msg(subject="Your code is 3333")) == "3333"
-    # A pattern with a group gives group 1; a compiled pattern works too.
-    import re
+@pytest.mark.parametrize("case", _cases("codes.json"))
+def test_helper_code_table(case):
+    m = _msg(case["message"])
+    assert mayfly.code(m, case.get("pattern")) == case["code"]
+    if "pattern" not in case:
+        assert mayfly.codes(m) == case["codes"]
 
-    assert mayfly.code(msg(text="code: AB-12 ref 9999"), r"code: ([A-Z]+-\d+)") == "AB-12"
+
+@pytest.mark.parametrize("case", _cases("links.json"))
+def test_helper_links_table(case):
+    m = _msg(case["message"])
+    assert [tuple(link) for link in mayfly.links_with_text(m)] == [(l["url"], l["text"]) for l in case["links_with_text"]]
+    assert mayfly.links(m) == [l["url"] for l in case["links_with_text"]]
+
+
+def test_helper_code_compiled_pattern_and_link_fields():
+    # A compiled pattern works as a string one; a Link has url and text.
     assert mayfly.code(msg(text="token XY9"), re.compile(r"token (\w+)")) == "XY9"
-    assert mayfly.code(msg(text="nothing"), r"(\d+)") is None
-
-
-def test_code_prefers_keyword():
-    # code-prefers-keyword (unit): a run near a keyword, else the last
-    # 6-digit run, else the first run of 4 to 8 digits.
-    assert mayfly.code(msg(text="Order #2026 placed 2026-11-24. Your verification code is 482913")) == "482913"
-    assert mayfly.code(msg(text="482913 is your code. Order 2026")) == "482913"
-    assert mayfly.code(msg(text="Your PIN: 9876. Order 123456")) == "9876"
-    assert mayfly.code(msg(text="Your one-time passcode:\n\n  55512")) == "55512"
-    assert mayfly.code(msg(text="Use 31337 as your OTP")) == "31337"
-    assert mayfly.code(msg(text="In 2026 refs 123456 and 654321")) == "654321"
-    assert mayfly.code(msg(text="Year 2026 ref 12345")) == "2026"
-    # The keyword rule over every place first: the subject's keyword beats
-    # the body's year.
-    assert mayfly.code(msg(text="Thanks for your order of 2026", subject="Your code 4821")) == "4821"
-    # A custom pattern keeps the first match.
-    assert mayfly.code(msg(text="2026 code 482913"), r"\d{4}") == "2026"
-
-
-def test_codes():
-    m = msg(text="Order #2026 placed 2026-11-24 code 482913 (ref 123456789)", subject="9999")
-    assert mayfly.codes(m) == ["2026", "2026", "482913"]
-    assert mayfly.codes(msg(html="<p>1111</p><p>2222</p>", subject="3333")) == ["1111", "2222"]
-    assert mayfly.codes(msg(subject="no digits")) == []
+    link = mayfly.links_with_text(msg(html='<a href="https://a.example/">Verify</a>'))[0]
+    assert (link.url, link.text) == ("https://a.example/", "Verify")
 
 
 def test_parse_time():
@@ -259,3 +216,18 @@ def test_error_kinds():
     assert issubclass(mayfly.UnexpectedMessageError, mayfly.MayflyError)
     assert mayfly.Client("http://h/v1").wait_timeout == 20.0 == mayfly.DEFAULT_WAIT_TIMEOUT
     assert isinstance(mayfly.WaitTimeoutError("x"), TimeoutError)
+
+
+def test_state_mailbox_times_null_when_none():
+    # A mailbox time the service gave none of is null in a state, as the Go
+    # and TypeScript clients write it (clients/SCENARIOS.md, "Save and
+    # restore"); a given one is RFC 3339.
+    base = "http://127.0.0.1:1/v1"
+    st = {"version": 1, "base": base, "cookies": [], "seen": [],
+          "mailbox": {"id": "m1", "address": "a@mayfly.test", "kind": "permanent",
+                      "expires_at": None, "max_expires_at": None}}
+    inbox = mayfly.Client(base).restore(st)
+    got = inbox.state()["mailbox"]
+    assert got["expires_at"] is None and got["max_expires_at"] is None, got
+    st["mailbox"]["expires_at"] = "2026-11-25T09:00:00Z"
+    assert mayfly.Client(base).restore(st).state()["mailbox"]["expires_at"] == "2026-11-25T09:00:00Z"

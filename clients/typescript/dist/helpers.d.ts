@@ -3,9 +3,14 @@ interface HasBodies {
     text_body?: string;
     html_body?: string;
 }
-/** Unescapes HTML character references: the common named ones and every numeric one. */
+/**
+ * Decodes the character references of s once: numeric ones, and named ones
+ * ended by their ";" (a name without it is left: a link's "&region=eu"
+ * stays, as a browser leaves it). The Go and Python clients know every
+ * name of HTML; this one the common ones above.
+ */
 export declare function htmlUnescape(s: string): string;
-/** The text of an HTML body: tags removed, entities unescaped. */
+/** The text of an HTML body: comments, scripts, styles and tags removed (each as a space), references decoded. */
 export declare function htmlText(html: string): string;
 /** A link of a message with the text it is shown as. */
 export interface Link {

@@ -7,33 +7,78 @@ interface HasBodies {
   html_body?: string;
 }
 
+// The rules and their cases are shared with the Go and Python clients:
+// clients/testdata/codes.json and links.json.
+
+/** White space for the helpers' words: Unicode's White_Space (the same set in the three clients). */
+const WS = '\\t\\n\\v\\f\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000';
+/** HTML's own white space, between attributes. */
+const HWS = '[ \\t\\n\\f\\r]';
+
+/** The named references decoded (with their ";"): HTML's common ones. */
 const NAMED: Record<string, string> = {
-  amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: '\u00a0',
+  amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: '\u00a0', shy: '\u00ad', ensp: '\u2002',
+  emsp: '\u2003', thinsp: '\u2009', zwnj: '\u200c', zwj: '\u200d', ndash: '\u2013', mdash: '\u2014',
+  lsquo: '\u2018', rsquo: '\u2019', sbquo: '\u201a', ldquo: '\u201c', rdquo: '\u201d', bdquo: '\u201e',
+  hellip: '\u2026', laquo: '\u00ab', raquo: '\u00bb', lsaquo: '\u2039', rsaquo: '\u203a', bull: '\u2022',
+  middot: '\u00b7', copy: '\u00a9', reg: '\u00ae', trade: '\u2122', euro: '\u20ac', pound: '\u00a3',
+  yen: '\u00a5', cent: '\u00a2', sect: '\u00a7', para: '\u00b6', deg: '\u00b0', plusmn: '\u00b1',
+  times: '\u00d7', divide: '\u00f7', larr: '\u2190', rarr: '\u2192', uarr: '\u2191', darr: '\u2193',
+  hArr: '\u21d4', harr: '\u2194', iexcl: '\u00a1', iquest: '\u00bf', dagger: '\u2020', Dagger: '\u2021',
 };
 
-/** Unescapes HTML character references: the common named ones and every numeric one. */
+/**
+ * Decodes the character references of s once: numeric ones, and named ones
+ * ended by their ";" (a name without it is left: a link's "&region=eu"
+ * stays, as a browser leaves it). The Go and Python clients know every
+ * name of HTML; this one the common ones above.
+ */
 export function htmlUnescape(s: string): string {
-  return s.replace(/&(#[xX][0-9a-fA-F]+|#\d+|[a-zA-Z]+);?/g, (m, ref: string) => {
-    if (ref[0] === '#') {
-      const n = ref[1] === 'x' || ref[1] === 'X' ? parseInt(ref.slice(2), 16) : parseInt(ref.slice(1), 10);
-      return n > 0 && n <= 0x10ffff ? String.fromCodePoint(n) : m;
-    }
-    return NAMED[ref.toLowerCase()] ?? m;
+  return s.replace(/&(?:#([0-9]+);?|#[xX]([0-9a-fA-F]+);?|([A-Za-z][A-Za-z0-9]*);)/g, (m, dec?: string, hex?: string, name?: string) => {
+    if (name !== undefined) return NAMED[name] ?? m;
+    const n = dec !== undefined ? parseInt(dec, 10) : parseInt(hex!, 16);
+    if (n === 0 || n > 0x10ffff || (n >= 0xd800 && n <= 0xdfff)) return '\ufffd';
+    return String.fromCodePoint(n);
   });
 }
 
-/** The text of an HTML body: tags removed, entities unescaped. */
+/** What holds no text or link: comments, scripts, styles. */
+const HIDDEN = /<!--[\s\S]*?-->|<script\b[\s\S]*?<\/script[ \t\n\f\r]*>|<style\b[\s\S]*?<\/style[ \t\n\f\r]*>/gi;
+
+/** The text of an HTML body: comments, scripts, styles and tags removed (each as a space), references decoded. */
 export function htmlText(html: string): string {
-  return htmlUnescape(
-    html
-      .replace(/<(script|style)\b[\s\S]*?<\/\1\s*>/gi, ' ')
-      .replace(/<!--[\s\S]*?-->/g, ' ')
-      .replace(/<[^>]*>/g, ' '),
-  );
+  return htmlUnescape(html.replace(HIDDEN, ' ').replace(/<[^>]*>/g, ' '));
 }
 
-const TEXT_URL = /https?:\/\/[^\s<>"'`]+/gi;
-const HREF = /\bhref\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))/gi;
+const TEXT_URL = new RegExp(`https?://[^${WS}<>"'\`]+`, 'gi');
+const HREF = new RegExp(`(?:^|${HWS})href${HWS}*=${HWS}*(?:"([^"]*)"|'([^']*)'|([^ \\t\\n\\f\\r>"']+))`, 'i');
+/** A tag with an href (group 1: its attributes) and, for an `<a>`, the text up to its closing tag (group 2). */
+const ANCHOR = /<(?:a\b([^>]*)>([\s\S]*?)<\/a[ \t\n\f\r]*>|[a-z][a-z0-9]*\b([^>]*\bhref[ \t\n\f\r]*=[^>]*)>)/gi;
+const WS_RUN = new RegExp(`[${WS}]+`, 'g');
+const WS_EDGES = new RegExp(`^[${WS}]+|[${WS}]+$`, 'g');
+
+/** Words collapsed to single spaces, trimmed. */
+function collapse(s: string): string {
+  return s.replace(WS_RUN, ' ').replace(WS_EDGES, '');
+}
+
+/** Drops the sentence's punctuation after a link in text (a closing bracket only without its opening one). */
+function trimLink(u: string): string {
+  const count = (c: string) => u.split(c).length - 1;
+  for (;;) {
+    const last = u.slice(-1);
+    if (
+      last === '' ||
+      !('.,;:!?*'.includes(last) ||
+        (last === ')' && count('(') < count(')')) ||
+        (last === ']' && count('[') < count(']')) ||
+        (last === '}' && count('{') < count('}')))
+    ) {
+      return u;
+    }
+    u = u.slice(0, -1);
+  }
+}
 
 /** A link of a message with the text it is shown as. */
 export interface Link {
@@ -51,31 +96,20 @@ export interface Link {
 export function linksWithText(message: HasBodies): Link[] {
   const seen = new Set<string>();
   const out: Link[] = [];
-  const add = (url: string, text: string) => {
+  const add = (raw: string, text: string) => {
+    const url = htmlUnescape(raw).replace(WS_EDGES, '');
     if (!/^https?:\/\//i.test(url) || seen.has(url)) return;
     seen.add(url);
     out.push({ url, text });
   };
-  for (const m of (message.text_body ?? '').matchAll(TEXT_URL)) {
-    // Trailing punctuation belongs to the sentence, not the link.
-    add(htmlUnescape(m[0].replace(/[.,;:!?)\]}]+$/, '')), '');
-  }
-  const html = message.html_body ?? '';
-  for (const m of html.matchAll(HREF)) {
-    add(htmlUnescape((m[1] ?? m[2] ?? m[3] ?? '').trim()), anchorText(html, m.index ?? 0));
+  for (const m of (message.text_body ?? '').matchAll(TEXT_URL)) add(trimLink(m[0]), '');
+  const html = (message.html_body ?? '').replace(HIDDEN, ' ');
+  for (const m of html.matchAll(ANCHOR)) {
+    const href = HREF.exec(m[1] ?? m[3] ?? '');
+    if (href === null) continue;
+    add(href[1] ?? href[2] ?? href[3] ?? '', m[2] === undefined ? '' : collapse(htmlText(m[2])));
   }
   return out;
-}
-
-/** The text of the `<a>` whose tag holds the href at i; "" when the href is not in an `<a>` tag. */
-function anchorText(html: string, i: number): string {
-  const open = html.lastIndexOf('<', i);
-  if (open < 0 || html.indexOf('>', open) < i || !/^<a\b/i.test(html.slice(open, open + 3))) return '';
-  const end = html.indexOf('>', i);
-  if (end < 0) return '';
-  const close = html.slice(end + 1).search(/<\/a\s*>/i);
-  const inner = close < 0 ? html.slice(end + 1) : html.slice(end + 1, end + 1 + close);
-  return htmlText(inner).replace(/\s+/g, ' ').trim();
 }
 
 /**
@@ -94,8 +128,11 @@ const KEYWORD = /\b(?:code|pin|otp|verification|one-time|passcode)\b/i;
 const RUN = /\b\d{4,8}\b/g;
 /** How many words (white-space separated) before or after a run are looked at for a keyword. */
 const NEAR = 3;
-/** A sentence's end: the words looked at stop there. */
-const SENTENCE_END = /[.!?](?:\s|$)/;
+/** A sentence's end after a run: ".", "!" or "?" then white space or the field's end. */
+const SENTENCE_END = new RegExp(`[.!?](?:[${WS}]|$)`);
+/** A sentence's end before a run (which ends the text looked at, not the field): only with white space after it. */
+const SENTENCE_END_BEFORE = new RegExp(`[.!?][${WS}]`, 'g');
+const WORDS = new RegExp(`[${WS}]+`);
 
 /** The texts a code is looked for in, in order: text_body, the text of html_body, the subject. */
 function sources(message: HasBodies): string[] {
@@ -111,20 +148,30 @@ function runs(message: HasBodies): { text: string; runs: RegExpMatchArray[] } {
   return { text: '', runs: [] };
 }
 
-/** Whether a keyword is among the NEAR words before the run at [start, end) (after: false) or after it, within its sentence. */
+function words(s: string): string[] {
+  return s.split(WORDS).filter((w) => w !== '');
+}
+
+/**
+ * Whether a keyword is among the NEAR words before the run at [start, end)
+ * (before: true) or after it, within its sentence. The part of the run's own
+ * word before (after) it counts as the nearest word: "PIN:" in "PIN:1234".
+ */
 function keywordNear(text: string, start: number, end: number, before: boolean): boolean {
-  let words: string[];
+  let near: string[];
   if (before) {
-    let head = text.slice(0, start).replace(/\S*$/, ''); // the run's own word is not one of them
-    for (let m = SENTENCE_END.exec(head); m !== null; m = SENTENCE_END.exec(head)) head = head.slice(m.index + m[0].length);
-    words = head.split(/\s+/).filter((w) => w !== '').slice(-NEAR);
+    let head = text.slice(0, start);
+    let cut = 0;
+    for (const m of head.matchAll(SENTENCE_END_BEFORE)) cut = (m.index ?? 0) + m[0].length;
+    head = head.slice(cut);
+    near = words(head).slice(-NEAR);
   } else {
     let tail = text.slice(end);
     const stop = SENTENCE_END.exec(tail);
     if (stop !== null) tail = tail.slice(0, stop.index);
-    words = tail.replace(/^\S*/, '').split(/\s+/).filter((w) => w !== '').slice(0, NEAR);
+    near = words(tail).slice(0, NEAR);
   }
-  return words.some((w) => KEYWORD.test(w));
+  return KEYWORD.test(near.join(' '));
 }
 
 /**

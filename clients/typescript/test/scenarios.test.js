@@ -114,6 +114,9 @@ describe('scenarios', { skip }, () => {
       message: () => inbox.message('0b5e2a7c-3f1d-4e8a-9c6b-7d2e1f0a4b93'),
       deleteMessage: () => inbox.deleteMessage('0b5e2a7c-3f1d-4e8a-9c6b-7d2e1f0a4b93'),
       waitForMessage: () => inbox.waitForMessage({ timeout: 1000 }),
+      waitForMessages: () => inbox.waitForMessages(1, { timeout: 1000 }),
+      // Nothing can arrive in a gone inbox: that is no pass.
+      expectNoMessage: () => inbox.expectNoMessage({ within: 1000 }),
       messages: async () => { for await (const _ of inbox.messages()) { /* none */ } },
       pages: async () => { for await (const _ of inbox.pages()) { /* none */ } },
       events: async () => { for await (const _ of inbox.events()) { /* none */ } },

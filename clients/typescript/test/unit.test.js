@@ -3,6 +3,7 @@
 
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { SSEParser, CookieJar, parseSetCookie, setCookieValues, links, linksWithText, code, codes, htmlText, htmlUnescape } from '../dist/index.js';
 import { Mayfly, MayflyError } from '../dist/index.js';
 
@@ -99,63 +100,43 @@ describe('CookieJar', () => {
   });
 });
 
-describe('links and code', () => {
-  test('links: text then hrefs, unescaped, once each, http(s) only', () => {
-    const m = {
-      text_body: 'Go to https://a.example/x?y=1&z=2. Or (https://b.example/p) now',
-      html_body: '<a href="https://a.example/x?y=1&amp;z=2">a</a> <a href=\'mailto:x@y\'>m</a> ' +
-        '<a href="javascript:alert(1)">j</a><a href=http://c.example/&#x3F;q>c</a>',
-    };
-    assert.deepEqual(links(m), ['https://a.example/x?y=1&z=2', 'https://b.example/p', 'http://c.example/?q']);
-    assert.deepEqual(links({}), []);
-  });
+// The cases of code(), codes(), links() and linksWithText() are shared with
+// the Go and Python clients' unit tests (clients/testdata), so the three
+// cannot drift apart.
+const testdata = (name) => JSON.parse(readFileSync(new URL(`../../testdata/${name}`, import.meta.url), 'utf8')).cases;
 
-  test('code: text, then HTML text, then subject; group 1; undefined when none', () => {
-    assert.equal(code({ text_body: 'order 12 code 123456 ref 99999999999', subject: '7777' }), '123456');
-    assert.equal(code({ text_body: '', html_body: '<p>code <b>4321</b></p>', subject: '7777' }), '4321');
-    assert.equal(code({ text_body: 'none', html_body: '<i>none</i>', subject: 'Your code: 8765' }), '8765');
-    assert.equal(code({ text_body: 'nothing here' }), undefined);
-    assert.equal(code({ text_body: 'token: AB-12cd' }, /token: ([A-Za-z0-9-]+)/), 'AB-12cd');
+describe('code and codes (clients/testdata/codes.json)', () => {
+  const cases = testdata('codes.json');
+  test('the table has cases', () => assert.ok(cases.length > 0));
+  for (const c of cases) {
+    test(c.name, () => {
+      assert.equal(code(c.message, c.pattern), c.code ?? undefined);
+      if (c.pattern === undefined) assert.deepEqual(codes(c.message), c.codes);
+    });
+  }
+});
+
+describe('links and linksWithText (clients/testdata/links.json)', () => {
+  const cases = testdata('links.json');
+  test('the table has cases', () => assert.ok(cases.length > 0));
+  for (const c of cases) {
+    test(c.name, () => {
+      assert.deepEqual(linksWithText(c.message), c.links_with_text);
+      assert.deepEqual(links(c.message), c.links_with_text.map((l) => l.url));
+    });
+  }
+});
+
+describe('links and code', () => {
+  test('code: a custom pattern given as a string or a global RegExp starts at 0', () => {
     assert.equal(code({ text_body: 'PIN 0042' }, 'PIN (\\d+)'), '0042');
     const g = /\d{3}/g;
     g.lastIndex = 99;
     assert.equal(code({ text_body: 'a 123' }, g), '123', 'a global pattern starts at 0');
-    assert.equal(code({ html_body: '<style>p{width:123456px}</style><p>&#49;&#50;&#51;&#52;</p>' }), '1234');
-  });
-
-  test('linksWithText: the anchor text for hrefs, "" for bare links; the order and dedup of links()', () => {
-    const m = {
-      text_body: 'Or paste https://b.example/p in your browser.',
-      html_body: '<p><a class="btn" href="https://a.example/verify?t=1&amp;u=2"> <b>Verify</b>\n your&nbsp;address </a></p>' +
-        '<a href="https://b.example/p">again</a><link href="https://c.example/style.css"><a href="/relative">r</a>',
-    };
-    assert.deepEqual(linksWithText(m), [
-      { url: 'https://b.example/p', text: '' },
-      { url: 'https://a.example/verify?t=1&u=2', text: 'Verify your\u00a0address'.replace('\u00a0', ' ') },
-      { url: 'https://c.example/style.css', text: '' },
-    ]);
-    assert.deepEqual(links(m), linksWithText(m).map((l) => l.url));
-  });
-
-  test('code: a run next to a keyword, else the last 6-digit run, else the first 4-8 digits; codes() all runs', () => {
-    const order = { subject: 'Your order', text_body: 'Order #2026 placed 2026-11-24 for 3 items. Your verification code is 482913. Ref 7781.' };
-    assert.equal(code(order), '482913');
-    assert.deepEqual(codes(order), ['2026', '2026', '482913', '7781']);
-    assert.equal(code({ text_body: '552211 is your one-time passcode. Order 2026 ships today.' }), '552211', 'a keyword after, within the sentence');
-    assert.equal(code({ text_body: 'Your code. Order 2026 ships.' }), '2026', 'no keyword across a sentence end: the first run');
-    assert.equal(code({ text_body: 'Your PIN: 0042. Call 555-1234 if lost.' }), '0042');
-    assert.equal(code({ text_body: 'OTP\n\n  778899' }), '778899');
-    assert.equal(code({ text_body: 'Invoice 2026, ticket 123456 and 654321 attached' }), '654321', 'the last 6-digit run');
-    assert.equal(code({ text_body: 'Room 2026 and 12345' }), '2026', 'the first 4-8 digit run');
-    assert.equal(code({ text_body: 'Order 2026 shipped', html_body: '<p>Your code: <b>8899</b></p>' }), '2026', 'the first text with a run decides');
-    assert.equal(code({ text_body: 'Welcome!', html_body: '<p>Your code: <b>8899</b></p>', subject: '1234' }), '8899');
-    assert.equal(code({ text_body: 'codes 123456 and 7777' }), '123456', '"codes" is not the keyword: the last 6-digit run');
-    assert.equal(code(order, /Ref (\d+)/), '7781', 'a custom pattern: first match, group 1');
-    assert.deepEqual(codes({ text_body: 'none' }), []);
   });
 
   test('htmlText and htmlUnescape', () => {
-    assert.equal(htmlUnescape('&lt;a&gt; &amp;amp; &#65;&#x42; &bogus; &quot;'), '<a> &amp; AB &bogus; "');
+    assert.equal(htmlUnescape('&lt;a&gt; &amp;amp; &#65;&#x42; &bogus; &quot; &region=1 &#0;'), '<a> &amp; AB &bogus; " &region=1 \ufffd');
     assert.equal(htmlText('<p>a<br>b</p>').replace(/\s+/g, ' ').trim(), 'a b');
   });
 });
@@ -251,5 +232,17 @@ describe('Mayfly', () => {
     // After every attempt: RateLimitedError.
     const quick = new Mayfly({ baseUrl: 'http://api.example/v1', maxAttempts: 1, fetch: async () => new Response('{"error":{"code":"RATE_LIMITED","message":"x"},"request_id":"r"}', { status: 429, headers: { 'retry-after': '1' } }) });
     await assert.rejects(quick.createInbox(), RateLimitedError);
+  });
+
+  test('an answer without the API envelope is named and explained, no request id made up (error-names-url, unit)', async () => {
+    const other = new Mayfly({
+      baseUrl: 'http://api.example/v1',
+      fetch: async () => new Response('404 page not found', { status: 404, statusText: 'Not Found', headers: { 'content-type': 'text/plain' } }),
+    });
+    await assert.rejects(other.createInbox(), (err) => {
+      assert.ok(err instanceof MayflyError && err.status === 404 && err.code === undefined, String(err));
+      assert.equal(err.message, "mayfly: POST http://api.example/v1/mailboxes: 404: Not Found: not an answer of the Mayfly API (is the base URL the API's, ending in /v1?)");
+      return true;
+    });
   });
 });

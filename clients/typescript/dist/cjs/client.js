@@ -890,8 +890,13 @@ class Inbox {
         };
         const route = path.split('?')[0];
         // Where it went (the method and the URL: never a cookie), then what came back.
-        const text = env?.error?.message ?? (res.statusText || 'not an API error answer');
-        const msg = `mayfly: ${method} ${url}: ${res.status}${init.code === undefined ? '' : ' ' + init.code}: ${text} (request ${init.requestId ?? '-'})`;
+        // An answer without the API's envelope (another server, a proxy, a base
+        // URL without /v1) says so, in the three clients' words.
+        const text = env?.error?.message ??
+            (init.code === undefined
+                ? `${res.statusText || 'HTTP ' + res.status}: not an answer of the Mayfly API (is the base URL the API's, ending in /v1?)`
+                : '');
+        const msg = `mayfly: ${method} ${url}: ${res.status}${init.code === undefined ? '' : ' ' + init.code}: ${text}${init.requestId === undefined ? '' : ` (request ${init.requestId})`}`;
         // Gone: any 401 on a call made with the inbox's cookies (every call but
         // creation), or 404 MAILBOX_NOT_FOUND on select.
         const creation = method === 'POST' && route === '/mailboxes';

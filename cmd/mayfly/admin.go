@@ -67,6 +67,10 @@ func registerWriteStats(reg prometheus.Registerer, store *storage.Store) {
 			ConstLabels: prometheus.Labels{"outcome": outcome},
 		}, func() float64 { return float64(get(store.WriteStats())) }))
 	}
+	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "mayfly_durable_batches_total",
+		Help: "Group commits sent: the scripts of the writes to one primary that arrived while its previous batch was in flight, one WAIT, CLUSTER MYID (acked_waited / this is the mean batch).",
+	}, func() float64 { return float64(store.WriteStats().Batches) }))
 }
 
 // adminMux serves the operator endpoints. It is mounted on MAYFLY_ADMIN_ADDR

@@ -129,8 +129,9 @@ func (s *session) Data(r io.Reader) error {
 	}
 	start := time.Now()
 	key := storage.DeliveryKey(raw)
+	size := len(raw)
 	msg, failed, err := s.srv.parse(raw, deadline)
-	s.srv.releaseBuffer(held)
+	s.srv.releaseMessage(raw, held) // msg holds copies (strings) only
 	if err != nil {
 		return s.failData(err)
 	}
@@ -144,7 +145,7 @@ func (s *session) Data(r io.Reader) error {
 	}
 	s.srv.metrics.messages.WithLabelValues("accepted").Inc()
 	s.srv.log.Info("smtp message accepted", "ip", s.conn.ip, "recipients", len(s.rcpts),
-		"status", string(msg.Status), "bytes", len(raw))
+		"status", string(msg.Status), "bytes", size)
 	return nil
 }
 
@@ -241,11 +242,17 @@ func (s *session) Reset() { s.rcpts = s.rcpts[:0] }
 // connection itself.
 func (s *session) Logout() error { return nil }
 
+// chunk is the first buffer a message is read into. Most messages fit it;
+// those buffers are reused (chunks) rather than allocated and zeroed per
+// message, which cost the node ~8 % of its CPU in D's profile.
+const chunk = 64 << 10
+
+var chunks = sync.Pool{New: func() any { b := make([]byte, chunk); return &b }}
+
 // readMessage reads one message into memory, taking its bytes from the
 // node's buffer budget as it grows. It returns the bytes held, which the
-// caller gives back with releaseBuffer, also on error.
+// caller gives back with releaseMessage, also on error.
 func (s *Server) readMessage(r io.Reader) (raw []byte, held int64, err error) {
-	const chunk = 64 << 10
 	// go-smtp's reader stops at MaxMessageBytes with smtp.ErrDataTooLarge;
 	// one byte more is room to see that error or the end.
 	limit := s.cfg.MaxMessageBytes + 1
@@ -259,6 +266,10 @@ func (s *Server) readMessage(r io.Reader) (raw []byte, held int64, err error) {
 				return nil, held, errOverloaded
 			}
 			held = size
+			if cap(raw) == 0 && size == chunk {
+				raw = (*chunks.Get().(*[]byte))[:0]
+				continue
+			}
 			grown := make([]byte, len(raw), size)
 			copy(grown, raw)
 			raw = grown
@@ -271,6 +282,16 @@ func (s *Server) readMessage(r io.Reader) (raw []byte, held int64, err error) {
 		if err != nil {
 			return nil, held, fmt.Errorf("read message: %w", err)
 		}
+	}
+}
+
+// releaseMessage gives back the bytes held for raw and, when raw is a
+// chunk, the buffer itself: nothing may use raw afterwards.
+func (s *Server) releaseMessage(raw []byte, held int64) {
+	s.releaseBuffer(held)
+	if cap(raw) == chunk {
+		raw = raw[:cap(raw)]
+		chunks.Put(&raw)
 	}
 }
 

@@ -47,20 +47,23 @@ type durableCall struct {
 	vals  []rueidis.RedisMessage
 	err   error
 	alone bool // the script did not run in the batch: send it on the single path
-	done  chan struct{}
+	// redirected: it was answered MOVED or ASK (counted in WriteStats).
+	redirected bool
+	done       chan struct{}
 }
 
 // maxBatch bounds the writes of one batch; more wait for the next.
 const maxBatch = 64
 
 // batched runs a write that needs need replicas in the group commit of the
-// slot's primary owner (an id of the topology view). ok is false when the
+// slot's primary owner (an id of the topology view). done is false when the
 // write must take the single path instead: the view has no address for the
-// owner, or its script did not run in the batch (MOVED, ASK and the like).
-func (s *Store) batched(ctx context.Context, op string, sc durableScript, keys, args []string, need int, owner string) (vals []rueidis.RedisMessage, ok bool, err error) {
+// owner, or its script did not run in the batch (MOVED, ASK and the like;
+// redirected when it was MOVED or ASK, counted already).
+func (s *Store) batched(ctx context.Context, op string, sc durableScript, keys, args []string, need int, owner string) (vals []rueidis.RedisMessage, done, redirected bool, err error) {
 	addr := s.topo.addr(owner)
 	if addr == "" {
-		return nil, false, nil
+		return nil, false, false, nil
 	}
 	c := &durableCall{ctx: ctx, op: op, sc: sc, keys: keys, args: args, need: need, done: make(chan struct{})}
 	s.group.submit(addr, c, func(batch []*durableCall) { s.commit(addr, batch) })
@@ -69,12 +72,12 @@ func (s *Store) batched(ctx context.Context, op string, sc durableScript, keys, 
 	case <-ctx.Done():
 		// Sent or not, the write is not known to be safe: the sender retries.
 		s.topo.stale()
-		return nil, true, unavailable(op, ctx.Err())
+		return nil, true, false, unavailable(op, ctx.Err())
 	}
 	if c.alone {
-		return nil, false, nil
+		return nil, false, c.redirected, nil
 	}
-	return c.vals, true, c.err
+	return c.vals, true, false, c.err
 }
 
 // submit queues c for the primary at addr. With no batch in flight there, c
@@ -172,9 +175,9 @@ func (s *Store) commit(addr string, batch []*durableCall) {
 	n := len(sent)
 	for i, c := range sent {
 		if err, ok := rueidis.IsRedisErr(res[i].Error()); ok && notRun(err) {
-			if _, moved := err.IsMoved(); moved {
-				s.stats.redirected.Add(1)
-			} else if _, ask := err.IsAsk(); ask {
+			_, moved := err.IsMoved()
+			_, ask := err.IsAsk()
+			if c.redirected = moved || ask; c.redirected {
 				s.stats.redirected.Add(1)
 			}
 			s.topo.stale()

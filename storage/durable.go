@@ -96,7 +96,8 @@ func (s *Store) exec(ctx context.Context, op string, sc durableScript, keys, arg
 		s.stats.ackedNoWait.Add(1)
 		return vals, nil
 	}
-	if vals, ok, err := s.batched(ctx, op, sc, keys, args, need, owner); ok {
+	vals, done, counted, err := s.batched(ctx, op, sc, keys, args, need, owner)
+	if done {
 		return vals, err
 	}
 
@@ -161,7 +162,9 @@ func (s *Store) exec(ctx context.Context, op string, sc durableScript, keys, arg
 			// blocking command travels on one dedicated connection, and a
 			// single node's client follows no redirect either).
 			s.topo.stale()
-			s.stats.redirected.Add(1)
+			if !counted { // once per write, whether its batch or this path met the redirect
+				s.stats.redirected.Add(1)
+			}
 			node, known := s.client.Nodes()[addr]
 			if !known {
 				return nil, fmt.Errorf("%s: %w: %w: redirected to unknown node %s", op, ErrUnavailable, ErrNotReplicated, addr)

@@ -146,8 +146,9 @@ func (s *Store) commit(addr string, batch []*durableCall) {
 	need := 0
 	var last time.Time // the latest deadline of the writes sent
 	for _, c := range batch {
-		if c.ctx.Err() != nil {
-			continue // its caller has answered already
+		if err := c.ctx.Err(); err != nil {
+			c.err = unavailable(c.op, err) // not sent; its caller may have answered already
+			continue
 		}
 		dl, ok := c.ctx.Deadline()
 		if !ok {

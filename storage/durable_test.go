@@ -459,3 +459,24 @@ func TestGroupCommitBatchesWhileBusy(t *testing.T) {
 		t.Errorf("%d messages listed, want %d (each stored once)", len(list), 5+n)
 	}
 }
+
+// A write whose deadline has passed before its batch goes out is not sent
+// and is answered ErrUnavailable, never as done.
+func TestGroupCommitExpiredWrite(t *testing.T) {
+	t.Parallel()
+	cluster := storagetest.StartCluster(t, 3, 1)
+	store := storage.New(cluster.Client(), storage.Config{KeyPrefix: "expired"})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	m, sess := openOn(ctx, t, store)
+	gone, stop := context.WithCancel(ctx)
+	stop()
+	for i := range 20 {
+		if s, err := store.Deliver(gone, m.Address, keyedMessage("late "+strconv.Itoa(i))); !errors.Is(err, storage.ErrUnavailable) {
+			t.Fatalf("deliver %d with a cancelled context: %+v, %v; want ErrUnavailable", i, s, err)
+		}
+	}
+	if list, _, err := store.Messages(ctx, sess, storage.Page{Limit: 10}); err != nil || len(list) != 0 {
+		t.Fatalf("messages = %+v, %v; want none stored", list, err)
+	}
+}

@@ -28,6 +28,18 @@ func openOn(ctx context.Context, t *testing.T, store *storage.Store) (storage.Ma
 	return m, sess
 }
 
+// onReplicas opens a mailbox on a store with prefix on a new cluster of 3
+// primaries with a replica each.
+func onReplicas(t *testing.T, prefix string) (context.Context, *storage.Store, storage.Mailbox, storage.Credential) {
+	t.Helper()
+	cluster := storagetest.StartCluster(t, 3, 1)
+	store := storage.New(cluster.Client(), storage.Config{KeyPrefix: prefix})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	m, sess := openOn(ctx, t, store)
+	return ctx, store, m, sess
+}
+
 func keyedMessage(subject string) storage.NewMessage {
 	raw := "Subject: " + subject + "\r\n\r\nbody\r\n"
 	return storage.NewMessage{From: "s@example.org", Subject: subject, Status: storage.StatusReady,
@@ -410,11 +422,7 @@ func TestGroupCommitMovedScriptAlone(t *testing.T) {
 // time on an idle node is a batch of its own, sent at once.
 func TestGroupCommitBatchesWhileBusy(t *testing.T) {
 	t.Parallel()
-	cluster := storagetest.StartCluster(t, 3, 1)
-	store := storage.New(cluster.Client(), storage.Config{KeyPrefix: "group"})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	m, sess := openOn(ctx, t, store)
+	ctx, store, m, sess := onReplicas(t, "group")
 
 	before := store.WriteStats()
 	for i := range 5 {
@@ -464,11 +472,7 @@ func TestGroupCommitBatchesWhileBusy(t *testing.T) {
 // and is answered ErrUnavailable, never as done.
 func TestGroupCommitExpiredWrite(t *testing.T) {
 	t.Parallel()
-	cluster := storagetest.StartCluster(t, 3, 1)
-	store := storage.New(cluster.Client(), storage.Config{KeyPrefix: "expired"})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	m, sess := openOn(ctx, t, store)
+	ctx, store, m, sess := onReplicas(t, "expired")
 	gone, stop := context.WithCancel(ctx)
 	stop()
 	for i := range 20 {

@@ -118,6 +118,13 @@ func (b *bench) sendTo(smtp, to string, msg []byte) error {
 
 var srcBlock atomic.Int64
 
+// loadRuns numbers D's smtpload runs: each run's messages are its own
+// bytes, so Mayfly's deduplication (the delivery key, a digest of the
+// bytes) never turns a run's messages into copies of a message an earlier
+// run left stored (on a slow machine, most of a c=32 run's were: no XADD,
+// no eviction, a cheaper run).
+var loadRuns atomic.Int64
+
 // sources returns a fresh loopback /16 for one load run, so that ingest's
 // per-IP limits (connections and transactions per minute) see new clients
 // in every run; 127.9 and below are kept for setup and the relay.
@@ -437,7 +444,7 @@ func (b *bench) scenarioD(ctx context.Context, st *stack) error {
 					r, err := b.loadResult(ctx, "smtpload", []string{
 						"-addr", t.addr, "-rcpts", file, "-conns", strconv.Itoa(conc),
 						"-duration", b.sc.smtpDur.String(), "-per-conn", strconv.Itoa(perConn),
-						"-size", "2048", "-src", sources(),
+						"-size", "2048", "-src", sources(), "-subject", fmt.Sprintf("load-%d-", loadRuns.Add(1)),
 					})
 					wait()
 					if err != nil {

@@ -7,8 +7,9 @@
 # with a replica each (AR and DR: the production shape), runs
 # bench/cmd/benchrun against them and always tears both down. benchrun
 # starts and stops the mayfly nodes and the reference servers itself.
-# Mailpit (the peer of D, pinned in bench/peers/go.mod) is built from the Go
-# module proxy when it can be; a failed build only leaves it out.
+# Mailpit and Inbucket (the peers of D, and Inbucket's list A's, pinned in
+# bench/peers/go.mod) are built from the Go module proxy when they can be; a
+# failed build only leaves the peer out.
 #
 # full writes bench/RESULTS.md; tiny (what CI runs: every scenario once, for a
 # second or two, at small sizes) writes its table to the log dir only.
@@ -38,12 +39,22 @@ go build -o bin/mayfly ./cmd/mayfly
 	go build -o bin/vegeta github.com/tsenart/vegeta/v12
 )
 log "built mayfly and the load tools in $(($(ms) - t0)) ms"
+# The peers: Mailpit builds with go build; Inbucket is installed with go
+# install of the tool bench/peers/go.mod pins (the module proxy refuses
+# `go install …@version` for it), into bench/bin.
 t0=$(ms)
 if (cd bench/peers && go build -o ../bin/mailpit github.com/axllent/mailpit); then
 	log "built mailpit in $(($(ms) - t0)) ms"
 else
 	rm -f bench/bin/mailpit
 	log "warning: mailpit did not build; D runs without it"
+fi
+t0=$(ms)
+if (cd bench/peers && GOBIN="$repo/bench/bin" go install github.com/inbucket/inbucket/v3/cmd/inbucket); then
+	log "installed inbucket in $(($(ms) - t0)) ms"
+else
+	rm -f bench/bin/inbucket
+	log "warning: inbucket did not install; A and D run without it"
 fi
 
 logs=$(mktemp -d "${TMPDIR:-/tmp}/mayfly-bench.XXXXXX")

@@ -131,8 +131,9 @@ func (s *session) Data(r io.Reader) error {
 	}
 	start := time.Now()
 	key := storage.DeliveryKey(raw)
+	size := len(raw)
 	msg, failed, err := s.srv.parse(raw, deadline)
-	s.srv.releaseBuffer(s.conn.ip, held)
+	s.srv.releaseMessage(s.conn.ip, raw, held) // msg holds copies (strings) only
 	if err != nil {
 		return s.failData(err)
 	}
@@ -146,7 +147,7 @@ func (s *session) Data(r io.Reader) error {
 	}
 	s.srv.metrics.messages.WithLabelValues("accepted").Inc()
 	s.srv.log.Info("smtp message accepted", "ip", s.conn.ip, "recipients", len(s.rcpts),
-		"status", string(msg.Status), "bytes", len(raw))
+		"status", string(msg.Status), "bytes", size)
 	return nil
 }
 
@@ -243,18 +244,25 @@ func (s *session) Reset() { s.rcpts = s.rcpts[:0] }
 // connection itself.
 func (s *session) Logout() error { return nil }
 
+// chunk is the unit a message is read in. Most messages fit one; chunks
+// come from a pool (chunks) rather than being allocated and zeroed per
+// message, which cost the node ~8 % of its CPU in D's profile.
+const chunk = 64 << 10
+
+var chunks = sync.Pool{New: func() any { b := make([]byte, chunk); return &b }}
+
 // readMessage reads one message into memory for client, taking its bytes
 // from the node's buffer budget and client's share of it as they arrive, in
 // chunks of 64 KiB: a transfer holds what it received, rounded up to a
 // chunk, never the doubling a growing slice would reserve. It returns the
-// bytes held, which the caller gives back with releaseBuffer, also on error.
+// bytes held, which the caller gives back with releaseMessage (or
+// releaseBuffer when it returns no message), also on error.
 //
 // A message of more than one chunk is copied into one slice at the end
 // (the parser and the delivery key read it whole): for that moment it is
 // held twice, which the budget counts (forceBuffer) but does not refuse,
 // since the chunks are freed right after.
 func (s *Server) readMessage(r io.Reader, client string) (raw []byte, held int64, err error) {
-	const chunk = 64 << 10
 	// go-smtp's reader stops at MaxMessageBytes with smtp.ErrDataTooLarge;
 	// one byte more is room to see that error or the end.
 	limit := s.cfg.MaxMessageBytes + 1
@@ -274,7 +282,11 @@ func (s *Server) readMessage(r io.Reader, client string) (raw []byte, held int64
 				return nil, held, err
 			}
 			held += size
-			cur = make([]byte, 0, size)
+			if size == chunk {
+				cur = (*chunks.Get().(*[]byte))[:0]
+			} else {
+				cur = make([]byte, 0, size)
+			}
 		}
 		n, err := r.Read(cur[len(cur):cap(cur)])
 		cur = cur[:len(cur)+n]
@@ -295,8 +307,27 @@ func (s *Server) readMessage(r io.Reader, client string) (raw []byte, held int64
 		raw = append(raw, b...)
 	}
 	raw = append(raw, cur...)
+	for _, b := range append(full, cur) {
+		putChunk(b)
+	}
 	s.releaseBuffer(client, held)
 	return raw, total, nil
+}
+
+// putChunk gives b back to the pool when it is one of its chunks: nothing
+// may use b afterwards.
+func putChunk(b []byte) {
+	if cap(b) == chunk {
+		b = b[:cap(b)]
+		chunks.Put(&b)
+	}
+}
+
+// releaseMessage gives back the bytes held for raw and, when raw is a
+// chunk, the buffer itself: nothing may use raw afterwards.
+func (s *Server) releaseMessage(client string, raw []byte, held int64) {
+	s.releaseBuffer(client, held)
+	putChunk(raw)
 }
 
 // parse runs the parser under the node's parse cap. A free slot is always

@@ -53,7 +53,9 @@ func newDurableScript(src string) durableScript {
 //   - the slot's primary must be backed by replicas, and WAIT, sent after the
 //     script on the very connection that ran it, saw enough of them in time.
 //     The batch is {EVALSHA, WAIT, CLUSTER MYID} on one dedicated connection
-//     that follows no redirect; the script's node id must equal MYID's, so a
+//     that follows no redirect (several scripts before the WAIT when other
+//     writes to the same primary arrive while one is in flight: see
+//     groupCommit); the script's node id must equal MYID's, so a
 //     WAIT answered by another node (the script was redirected, or retried
 //     elsewhere) never counts. A MOVED or ASK reply means the script did not
 //     run: the batch goes once more to the node named, on one connection
@@ -100,6 +102,10 @@ func (s *Store) exec(ctx context.Context, op string, sc durableScript, keys, arg
 		}
 		s.stats.ackedNoWait.Add(1)
 		return vals, nil
+	}
+	vals, done, counted, err := s.batched(ctx, op, sc, keys, args, need, owner)
+	if done {
+		return vals, err
 	}
 
 	batch := func(script func() rueidis.Completed, asking bool) []rueidis.Completed {
@@ -163,7 +169,9 @@ func (s *Store) exec(ctx context.Context, op string, sc durableScript, keys, arg
 			// blocking command travels on one dedicated connection, and a
 			// single node's client follows no redirect either).
 			s.topo.stale()
-			s.stats.redirected.Add(1)
+			if !counted { // once per write, whether its batch or this path met the redirect
+				s.stats.redirected.Add(1)
+			}
 			node, known := s.client.Nodes()[addr]
 			if !known {
 				return nil, fmt.Errorf("%s: %w: %w: redirected to unknown node %s", op, ErrUnavailable, ErrNotReplicated, addr)
@@ -171,13 +179,21 @@ func (s *Store) exec(ctx context.Context, op string, sc durableScript, keys, arg
 			res = send(func(c ...rueidis.Completed) []rueidis.RedisResult { return node.DoMulti(ctx, c...) }, ask)
 		}
 	}
-	vals, node, err := scriptReply(op, res[0])
+	return s.acked(op, res[0], res[1], res[2], need)
+}
+
+// acked answers a durable write from the replies of its script, of the
+// WAIT sent after it on the same connection, and of CLUSTER MYID sent after
+// that: done only when the node that ran the script answered the WAIT and
+// at least need replicas acknowledged in time.
+func (s *Store) acked(op string, script, wait, myid rueidis.RedisResult, need int) ([]rueidis.RedisMessage, error) {
+	vals, node, err := scriptReply(op, script)
 	if err != nil {
 		s.topo.stale()
 		return nil, err
 	}
-	waitedOn, _ := res[2].ToString() // a standalone server has no CLUSTER MYID: "" as node_id
-	acked, err := res[1].AsInt64()
+	waitedOn, _ := myid.ToString() // a standalone server has no CLUSTER MYID: "" as node_id
+	acked, err := wait.AsInt64()
 	switch {
 	case err != nil:
 		s.topo.stale()
@@ -228,17 +244,20 @@ type WriteStats struct {
 	// ViewRefreshFailures: reads of the replica view (CLUSTER INFO and
 	// CLUSTER NODES) that failed, in the background or before a write.
 	ViewRefreshFailures int64
+	// Batches: the group commits sent (scripts, one WAIT, CLUSTER MYID on
+	// one connection); AckedWaited / Batches is the mean batch.
+	Batches int64
 }
 
 type writeStats struct {
-	ackedWaited, ackedNoWait, refused, redirected atomic.Int64
+	ackedWaited, ackedNoWait, refused, redirected, batches atomic.Int64
 }
 
 // WriteStats returns the counts so far.
 func (s *Store) WriteStats() WriteStats {
 	return WriteStats{
 		AckedWaited: s.stats.ackedWaited.Load(), AckedNoWait: s.stats.ackedNoWait.Load(),
-		Refused: s.stats.refused.Load(), Redirected: s.stats.redirected.Load(),
+		Refused: s.stats.refused.Load(), Redirected: s.stats.redirected.Load(), Batches: s.stats.batches.Load(),
 		ViewRefreshFailures: s.topo.failures.Load(),
 	}
 }

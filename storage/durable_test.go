@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +15,32 @@ import (
 	"github.com/mayfly/mayfly/storage/storagetest"
 	"github.com/redis/rueidis"
 )
+
+// openOn creates a mailbox for 10 minutes in store and selects it.
+func openOn(ctx context.Context, t *testing.T, store *storage.Store) (storage.Mailbox, storage.Credential) {
+	t.Helper()
+	m, scoped, err := store.Create(ctx, storage.NewTag(), domain, 10*time.Minute, "o")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sess, err := store.Select(ctx, m.ID, scoped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, sess
+}
+
+// onReplicas opens a mailbox on a store with prefix on a new cluster of 3
+// primaries with a replica each.
+func onReplicas(t *testing.T, prefix string) (context.Context, *storage.Store, storage.Mailbox, storage.Credential) {
+	t.Helper()
+	cluster := storagetest.StartCluster(t, 3, 1)
+	store := storage.New(cluster.Client(), storage.Config{KeyPrefix: prefix})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	m, sess := openOn(ctx, t, store)
+	return ctx, store, m, sess
+}
 
 func keyedMessage(subject string) storage.NewMessage {
 	raw := "Subject: " + subject + "\r\n\r\nbody\r\n"
@@ -83,14 +110,7 @@ func TestDeliverWaitsForAReplica(t *testing.T) {
 	store := storage.New(client, storage.Config{KeyPrefix: prefix, ReplicaTimeout: 300 * time.Millisecond})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	m, scoped, err := store.Create(ctx, storage.NewTag(), domain, 10*time.Minute, "o")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, sess, err := store.Select(ctx, m.ID, scoped)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, sess := openOn(ctx, t, store)
 	if _, err := store.Deliver(ctx, m.Address, keyedMessage("healthy")); err != nil {
 		t.Fatalf("deliver with a healthy replica: %v", err)
 	}
@@ -103,7 +123,7 @@ func TestDeliverWaitsForAReplica(t *testing.T) {
 	replica := cluster.ReplicaOf(primary)
 	cluster.Stop(replica)
 	start := time.Now()
-	_, err = store.Deliver(ctx, m.Address, keyedMessage("frozen"))
+	_, err := store.Deliver(ctx, m.Address, keyedMessage("frozen"))
 	if !errors.Is(err, storage.ErrNotReplicated) || !errors.Is(err, storage.ErrUnavailable) {
 		t.Fatalf("deliver with a frozen replica: %v, want ErrNotReplicated (an ErrUnavailable)", err)
 	}
@@ -510,5 +530,151 @@ func TestDeliverRefusesWhenTheViewIsUnreadable(t *testing.T) {
 	}
 	if got := logs.String(); !strings.Contains(got, "replica view unreadable") || !strings.Contains(got, "NOPERM") || strings.Contains(got, password) {
 		t.Errorf("logs = %q, want the unreadable view with its NOPERM, without the password", got)
+	}
+}
+
+// A group commit where one script's slot is owned by another primary: that
+// script is answered MOVED and did not run; it alone is sent again (to its
+// owner, after a WAIT there), and the others of the batch are acknowledged
+// after the batch's one WAIT on the node that ran them. Each message is
+// stored once.
+func TestGroupCommitMovedScriptAlone(t *testing.T) {
+	t.Parallel()
+	cluster := storagetest.StartCluster(t, 3, 1)
+	prefix := "batch"
+	store := storage.New(cluster.Client(), storage.Config{KeyPrefix: prefix, ReplicaTimeout: time.Second})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	key := func(m storage.Mailbox) string { return prefix + ":{" + m.Tag() + "}:box" }
+
+	// Three mailboxes on one primary, and one on another in the middle of
+	// the batch.
+	var here []storage.Mailbox
+	var there storage.Mailbox
+	var primary string
+	sessions := map[string]storage.Credential{}
+	for len(here) < 3 || there.Address == "" {
+		m, scoped, err := store.Create(ctx, storage.NewTag(), domain, 10*time.Minute, "o")
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch at := cluster.PrimaryFor(key(m)); {
+		case primary == "" || at == primary:
+			if len(here) == 3 {
+				continue
+			}
+			primary = at
+			here = append(here, m)
+		case there.Address == "":
+			there = m
+		default:
+			continue
+		}
+		if _, sessions[m.Address], err = store.Select(ctx, m.ID, scoped); err != nil {
+			t.Fatal(err)
+		}
+	}
+	boxes := []storage.Mailbox{here[0], here[1], there, here[2]}
+	addrs := make([]string, len(boxes))
+	msgs := make([]storage.NewMessage, len(boxes))
+	for i, m := range boxes {
+		addrs[i] = m.Address
+		msgs[i] = keyedMessage("batched " + strconv.Itoa(i))
+	}
+
+	before := store.WriteStats()
+	sums, errs := storage.DeliverBatchOn(ctx, store, primary, 1, addrs, msgs)
+	after := store.WriteStats()
+	for i, err := range errs {
+		if err != nil || sums[i].Duplicate || sums[i].StreamID == "" {
+			t.Errorf("delivery %d (%s): %+v, %v; want stored and acknowledged", i, boxes[i].Address, sums[i], err)
+		}
+	}
+	if got := after.Redirected - before.Redirected; got != 1 {
+		t.Errorf("redirected = %d, want 1 (the script of the other primary's slot)", got)
+	}
+	if got := after.AckedWaited - before.AckedWaited; got != 4 {
+		t.Errorf("acknowledged after WAIT = %d, want 4", got)
+	}
+	if got := after.Refused - before.Refused; got != 0 {
+		t.Errorf("refused = %d, want 0", got)
+	}
+	for i, m := range boxes {
+		list, _, err := store.Messages(ctx, sessions[m.Address], storage.Page{Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(list) != 1 || list[0].Subject != msgs[i].Subject || list[0].ID != sums[i].ID {
+			t.Errorf("mailbox %d lists %+v, want its one message %q", i, list, msgs[i].Subject)
+		}
+	}
+}
+
+// Writes to one primary that arrive while a batch is in flight go out
+// together: 48 concurrent deliveries take fewer batches than deliveries,
+// and each is acknowledged after a WAIT and stored once. One delivery at a
+// time on an idle node is a batch of its own, sent at once.
+func TestGroupCommitBatchesWhileBusy(t *testing.T) {
+	t.Parallel()
+	ctx, store, m, sess := onReplicas(t, "group")
+
+	before := store.WriteStats()
+	for i := range 5 {
+		if _, err := store.Deliver(ctx, m.Address, keyedMessage("alone "+strconv.Itoa(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after := store.WriteStats()
+	if b, w := after.Batches-before.Batches, after.AckedWaited-before.AckedWaited; b != 5 || w != 5 {
+		t.Errorf("one at a time: %d batches for %d acknowledged writes, want 5 and 5", b, w)
+	}
+
+	const n = 48
+	before = after
+	start := make(chan struct{})
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			_, errs[i] = store.Deliver(ctx, m.Address, keyedMessage("together "+strconv.Itoa(i)))
+		})
+	}
+	close(start)
+	wg.Wait()
+	after = store.WriteStats()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("delivery %d: %v", i, err)
+		}
+	}
+	b, w := after.Batches-before.Batches, after.AckedWaited-before.AckedWaited
+	if w != n || b >= n {
+		t.Errorf("concurrent: %d batches for %d acknowledged writes, want %d writes in fewer batches", b, w, n)
+	}
+	t.Logf("%d concurrent deliveries in %d batches", w, b)
+	list, _, err := store.Messages(ctx, sess, storage.Page{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 5+n {
+		t.Errorf("%d messages listed, want %d (each stored once)", len(list), 5+n)
+	}
+}
+
+// A write whose deadline has passed before its batch goes out is not sent
+// and is answered ErrUnavailable, never as done.
+func TestGroupCommitExpiredWrite(t *testing.T) {
+	t.Parallel()
+	ctx, store, m, sess := onReplicas(t, "expired")
+	gone, stop := context.WithCancel(ctx)
+	stop()
+	for i := range 20 {
+		if s, err := store.Deliver(gone, m.Address, keyedMessage("late "+strconv.Itoa(i))); !errors.Is(err, storage.ErrUnavailable) {
+			t.Fatalf("deliver %d with a cancelled context: %+v, %v; want ErrUnavailable", i, s, err)
+		}
+	}
+	if list, _, err := store.Messages(ctx, sess, storage.Page{Limit: 10}); err != nil || len(list) != 0 {
+		t.Fatalf("messages = %+v, %v; want none stored", list, err)
 	}
 }

@@ -70,6 +70,7 @@ type Store struct {
 	scripts scripts
 	topo    topology
 	stats   writeStats
+	group   groupCommit
 }
 
 // New returns a Store on client.
@@ -511,9 +512,25 @@ func (s *Store) Exists(ctx context.Context, address string) (bool, error) {
 // message fits MaxMessageBytes (HTML first, at a UTF-8 boundary).
 // Errors: ErrMailboxNotFound (no live mailbox at address), ErrUnavailable.
 func (s *Store) Deliver(ctx context.Context, address string, m NewMessage) (Summary, error) {
+	d, err := s.delivery(address, m)
+	if err != nil {
+		return Summary{}, err
+	}
+	res, err := s.exec(ctx, "deliver", s.scripts.deliver, d.keys, d.args)
+	return d.result(res, err)
+}
+
+// delivery is one Deliver's script call and what its answer is read with.
+type delivery struct {
+	keys, args []string
+	sum        Summary
+}
+
+// delivery prepares the script call that stores m at address.
+func (s *Store) delivery(address string, m NewMessage) (delivery, error) {
 	tag, lower, ok := splitAddress(address)
 	if !ok {
-		return Summary{}, ErrMailboxNotFound
+		return delivery{}, ErrMailboxNotFound
 	}
 	if !m.Status.Valid() {
 		m.Status = StatusFailed
@@ -524,10 +541,14 @@ func (s *Store) Deliver(ctx context.Context, address string, m NewMessage) (Summ
 	size := len(m.From) + len(m.Subject) + len(m.Text) + len(m.HTML)
 	id := uuid.New()
 	sum := Summary{ID: id, From: m.From, Subject: m.Subject, Status: m.Status}
-	res, err := s.exec(ctx, "deliver", s.scripts.deliver, s.keys.all(tag), []string{
+	return delivery{keys: s.keys.all(tag), sum: sum, args: []string{
 		lower, id.String(), encodeSummary(sum), encodeMessage(Message{Summary: sum, Text: m.Text, HTML: m.HTML}),
 		strconv.Itoa(size), strconv.Itoa(s.cfg.MaxMessages), strconv.Itoa(s.cfg.MaxMailboxBytes), m.Key,
-	})
+	}}, nil
+}
+
+// result reads the script's reply (or its error from exec).
+func (d delivery) result(res []rueidis.RedisMessage, err error) (Summary, error) {
 	if err != nil {
 		// Stored on the primary maybe, but not safe: the sender retries, and
 		// the retry finds this copy by m.Key instead of storing a second one.
@@ -549,13 +570,17 @@ func (s *Store) Deliver(ctx context.Context, address string, m NewMessage) (Summ
 	if err != nil || (code != 1 && code != 2) || len(res) != 3 || serr != nil || sid == "" {
 		return Summary{}, unavailable("deliver", fmt.Errorf("unexpected reply %v", res))
 	}
+	sum := d.sum
+	sum.StreamID = sid
+	sum.ReceivedAt = streamTime(sid)
 	if code == 2 {
 		ids, _ := res[2].ToString()
-		if id, err = uuid.Parse(ids); err != nil {
+		if sum.ID, err = uuid.Parse(ids); err != nil {
 			return Summary{}, unavailable("deliver", fmt.Errorf("duplicate of %q: %w", ids, err))
 		}
+		sum.Duplicate = true
 	}
-	return Summary{ID: id, From: m.From, Subject: m.Subject, Status: m.Status, StreamID: sid, ReceivedAt: streamTime(sid), Duplicate: code == 2}, nil
+	return sum, nil
 }
 
 // truncate cuts s to at most n bytes without splitting a UTF-8 sequence.

@@ -69,6 +69,10 @@ func registerWriteStats(reg prometheus.Registerer, store *storage.Store) {
 		}, func() float64 { return float64(get(store.WriteStats())) }))
 	}
 	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "mayfly_durable_batches_total",
+		Help: "Group commits sent: the scripts of the writes to one primary that arrived while its previous batch was in flight, one WAIT, CLUSTER MYID (acked_waited / this is the mean batch).",
+	}, func() float64 { return float64(store.WriteStats().Batches) }))
+	reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "mayfly_durable_view_refresh_failures_total",
 		Help: "Failed reads of the replica view (CLUSTER INFO, CLUSTER NODES) that decides how many replicas a creation or delivery waits for; while it cannot be read, a write it would let through without WAIT is refused (451/503).",
 	}, func() float64 { return float64(store.WriteStats().ViewRefreshFailures) }))

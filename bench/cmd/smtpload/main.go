@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -34,7 +35,9 @@ func main() {
 	flag.IntVar(&l.Size, "size", 2048, "message size in bytes (multipart/alternative, text and HTML)")
 	flag.Float64Var(&l.Rate, "rate", 0, "messages per second in all (0: as fast as possible)")
 	flag.DurationVar(&l.Timeout, "timeout", 0, "per-message timeout (0: 10s)")
+	prefix := flag.String("subject", "load-", "message i's subject is this followed by i (and so are its bytes and delivery key): give each run its own, or a server that deduplicates stores a run's messages as copies of an earlier run's")
 	flag.Parse()
+	l.Subject = func(i int) string { return *prefix + strconv.Itoa(i) }
 	if err := run(l, *rcptFile, *rcpt, *src); err != nil {
 		fmt.Fprintln(os.Stderr, "smtpload:", err)
 		os.Exit(1)

@@ -13,6 +13,7 @@
 #
 # SCALE_SMOKE=1 (what `make bench-smoke` runs, at SCALE_N=20000): the memory
 # model of the deployed settings only, lifetimes not spread, no RESULTS.md.
+# SCALE_MEMORY_ONLY=1: the memory model only (a minute), to price a change.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -97,6 +98,12 @@ if [[ -n $smoke ]]; then
 	profiles="deploy/README.md's Redis settings="
 	args+=(-spread 0 -mem-sample 1000)
 fi
+[[ -z ${SCALE_MEMORY_ONLY:-} ]] || args+=(-memory-only)
+# SCALE_EXPIRE_AT (e.g. 45m): when the population expires, from the fill's
+# start, instead of a minute after the fill's expected end: on a machine
+# whose speed varies, an estimate made early lets the first inboxes expire
+# before the fill ends.
+[[ -z ${SCALE_EXPIRE_AT:-} ]] || args+=(-expire-at "$SCALE_EXPIRE_AT")
 label="Commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!bench/RESULTS.md' || echo ' (with local changes)'), $(nproc) cores shared by everything (Redis, nodes, load tool), redis-server $(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p')."
 bench/bin/scalerun -redis "$addrs" -api "http://127.0.0.1:$http_port/v1" -smtp "127.0.0.1:$smtp_port" \
 	-profiles "$profiles" -label "$label" -out "${out:-$logs/results.md}" "${args[@]}" | tee "$logs/scale.md"

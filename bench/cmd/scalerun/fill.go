@@ -29,6 +29,7 @@ type fill struct {
 	rows      []checkpoint
 	smtpEvery int
 	spread    time.Duration
+	plan      time.Duration    // when the population expires, from the fill's start; 0: a minute after the expected end
 	aIPs      int              // A's 16,384 client IPs, the same in every probe
 	dSrc      *load.SourcePool // D's source addresses
 	dNext     int
@@ -46,13 +47,16 @@ type checkpoint struct {
 	redisCPU            float64 // cores, during A and D
 }
 
-func (r *run) newFill(n, ips, workers int, rate float64, spread time.Duration) *fill {
-	return &fill{r: r, n: n, ips: ips, workers: workers, rate: rate, smtpEvery: 10, spread: spread}
+func (r *run) newFill(n, ips, workers int, rate float64, spread, plan time.Duration) *fill {
+	return &fill{r: r, n: n, ips: ips, workers: workers, rate: rate, smtpEvery: 10, spread: spread, plan: plan}
 }
 
 // target is when the i-th inbox should expire: a minute or two after the
 // fill's expected end, spread over two minutes.
 func (f *fill) target(i int) time.Time {
+	if f.plan > 0 { // a planned end: safe from a machine that slows down
+		return f.start.Add(f.plan + f.spread*time.Duration(i%120)/120)
+	}
 	left := float64(f.n-i) / f.rate
 	// Deliveries and the measurements add about half to the creation time.
 	end := time.Now().Add(time.Duration(left * 1.5 * float64(time.Second)))

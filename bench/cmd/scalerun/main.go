@@ -82,6 +82,7 @@ func main() {
 		outFile    = flag.String("out", "", "file to append the results to (markdown)")
 		label      = flag.String("label", "", "what this run measured (commit, machine), for the results' heading")
 		spread     = flag.Duration("spread", 2*time.Minute, "how far apart the fill's expiries are spread (they start a minute after the fill's expected end)")
+		expireAt   = flag.Duration("expire-at", 0, "when the fill's inboxes expire, from the fill's start (at most 55m); 0: a minute after the fill's expected end, from its measured rate")
 		skipFill   = flag.Bool("memory-only", false, "run the memory model only")
 	)
 	flag.Parse()
@@ -119,7 +120,7 @@ func main() {
 		*fillRate = 500
 	}
 	if !*skipFill {
-		f := r.newFill(*n, max(*n / *perIP, 1), *workers, *fillRate, *spread)
+		f := r.newFill(*n, max(*n / *perIP, 1), *workers, *fillRate, *spread, min(*expireAt, 55*time.Minute))
 		f.run()
 	}
 	fmt.Print(r.out.String())

@@ -13,7 +13,9 @@
 #
 # SCALE_SMOKE=1 (what `make bench-smoke` runs, at SCALE_N=20000): the memory
 # model of the deployed settings only, lifetimes not spread, no RESULTS.md.
-# SCALE_MEMORY_ONLY=1: the memory model only (a minute), to price a change.
+# SCALE_MEMORY_ONLY=1: the memory model only (a few minutes), to price a
+# change. SCALE_MEM_SAMPLE (default 10000) inboxes a step of the memory
+# model: fewer make its per-IP figure noisy (it is a difference of two).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -93,7 +95,7 @@ if grep -h '"redis setting differs' "$logs/edge.log" "$logs/ingest.log"; then
 fi
 
 profiles="Redis's defaults=hash-max-listpack-value:64,hash-max-listpack-entries:512,stream-node-max-bytes:4096;deploy/README.md's Redis settings="
-args=(-n "$n")
+args=(-n "$n" -mem-sample "${SCALE_MEM_SAMPLE:-10000}")
 if [[ -n $smoke ]]; then
 	profiles="deploy/README.md's Redis settings="
 	args+=(-spread 0 -mem-sample 1000)

@@ -23,6 +23,10 @@ repo=$(cd "$here/.." && pwd)
 # shellcheck source=deploy/lib.sh
 . "$repo/deploy/lib.sh"
 
+# Everything runs inside main, which bash has read whole before it starts:
+# editing this file during a run (it lasts a while) cannot derail it.
+main() {
+
 n=${SCALE_N:-1000000}
 smoke=${SCALE_SMOKE:-}
 [[ $n =~ ^[0-9]+$ ]] && ((n >= 2000)) || die "SCALE_N=$n: want a whole number of at least 2000"
@@ -109,3 +113,6 @@ fi
 label="Commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!bench/RESULTS.md' || echo ' (with local changes)'), $(nproc) cores shared by everything (Redis, nodes, load tool), redis-server $(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p')."
 bench/bin/scalerun -redis "$addrs" -api "http://127.0.0.1:$http_port/v1" -smtp "127.0.0.1:$smtp_port" \
 	-profiles "$profiles" -label "$label" -out "${out:-$logs/results.md}" "${args[@]}" | tee "$logs/scale.md"
+}
+
+main "$@"

@@ -3,8 +3,7 @@
 -- ARGV: recipient address (lower case), message id, summary JSON, message
 --       JSON (see storage/encode.go), size (bytes counted against the
 --       mailbox), max messages, max mailbox bytes, delivery key (sha256 hex
---       of the raw message, or empty: no deduplication; its first 32 digits
---       are stored)
+--       of the raw message, or empty: no deduplication)
 -- Reply: {1, stream id, message id, node id} delivered; {2, stream id,
 --        message id, node id} the message with that delivery key is still
 --        stored, so nothing was (the reply names that one); {0, node id} no
@@ -29,10 +28,7 @@ local now = now_ms()
 local f = redis.call('HMGET', KEYS[1], 'a', 'e', 'n', 'b')
 if not f[1] or f[1] ~= ARGV[1] or tonumber(f[2]) <= now then return {0, node_id()} end
 local exp = tonumber(f[2])
--- The delivery key is kept to its first 32 hex digits (128 bits of the
--- SHA-256: no two messages of one mailbox collide); it is stored twice per
--- message, so the other 32 cost 64 bytes a message.
-local key = string.sub(ARGV[8], 1, 32)
+local key = ARGV[8]
 if key ~= '' then
   local first = redis.call('HGET', KEYS[3], 'd:' .. key)
   local firstsid = first and redis.call('HGET', KEYS[3], first)

@@ -101,11 +101,15 @@ func (r *run) memoryModel(p profile, k int) {
 		p.name, strings.Join(desc, ", "), thousands(kf))
 	fmt.Fprintf(&r.out, "| per | bytes | target |\n|---|---:|---:|\n")
 	row := func(what string, v, rss float64, target string) {
-		fmt.Fprintf(&r.out, "| %s | %s (%s) | %s |\n", what, thousands(v), thousands(rss), target)
+		b := thousands(v)
+		if rss != 0 { // 0: a derived row, no RSS of its own
+			b += " (" + thousands(rss) + ")"
+		}
+		fmt.Fprintf(&r.out, "| %s | %s | %s |\n", what, b, target)
 	}
 	row("inbox with its owner IP's limit keys (one inbox per IP)", withIP, (m1.rss-m0.rss)/kf, "≤ 700")
 	row("inbox alone (5 inboxes per IP, IP share removed)", withIP-ip, 0, "")
-	row("owner IP (creation windows + active set)", ip, 0, "")
+	row("owner IP (its limiter hash: creation windows and active slots)", ip, 0, "")
 	row("the first 2 KiB message of an inbox", one, (m3.rss-m2.rss)/kf, "")
 	row("inbox + IP + one 2 KiB message", withIP+one, 0, "≤ 3,500")
 	row("three 2 KiB messages in one inbox, in all", three, (m4.rss-m2.rss)/kf, "≤ 8,000")

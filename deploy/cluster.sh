@@ -172,7 +172,7 @@ start_node() {
 		# daemon child (and every socket it opens) stays in it.
 		(
 			[[ -z $cg ]] || printf '%s\n' "$BASHPID" >"$cg/cgroup.procs"
-			exec redis-server "${security[@]}" --bind 127.0.0.1 \
+			exec redis-server "${security[@]}" --bind 127.0.0.1 "${redis_memory_args[@]}" \
 				"${listen[@]/@PORT@/$port}" \
 				--cluster-enabled yes --cluster-config-file "nodes-$port.conf" \
 				--cluster-node-timeout "$NODE_TIMEOUT" \

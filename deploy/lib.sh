@@ -46,6 +46,13 @@ redis_cli() {
 	fi
 }
 
+# redis_memory_args: the Redis settings Mayfly's memory figures rely on
+# (deploy/README.md, "Redis settings"), given to every redis-server these
+# scripts start. A node warns at start when its Redis differs
+# (cmd/mayfly/redisconfig.go holds the same list).
+redis_memory_args=(--hash-max-listpack-value 4096 --hash-max-listpack-entries 32
+	--stream-node-max-bytes 256 --maxmemory-policy noeviction)
+
 # redis_info_field PORT FIELD: one field of INFO from the server on PORT.
 redis_info_field() {
 	redis_cli -h 127.0.0.1 -p "$1" info 2>/dev/null | tr -d '\r' | sed -n "s/^$2://p"

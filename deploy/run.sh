@@ -114,7 +114,7 @@ for ((tries = 0; tries < 20; tries++)); do
 	redis_port=$(random_port)
 	# A child, not a daemon: it cannot outlive this script unnoticed, and it
 	# ignores the terminal's Ctrl-C, so it stops only after Mayfly has.
-	redis-server --port "$redis_port" --bind 127.0.0.1 \
+	redis-server --port "$redis_port" --bind 127.0.0.1 "${redis_memory_args[@]}" \
 		--save '' --appendonly no --dir "$dir" \
 		--logfile "$dir/redis.log" </dev/null >/dev/null 2>&1 &
 	redis_pid=$!

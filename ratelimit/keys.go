@@ -38,13 +38,11 @@ func (k keys) window(name, client string, w int64) string {
 	return k.base + tag(client) + "}:w:" + name + ":" + string(strconv.AppendInt(num[:0], w, 10))
 }
 
-// creation is the hash {mw, mn, hw, hn, dw, dn} of the client's minute, hour
-// and day creation windows (TTL: PEXPIREAT end of the day window).
+// creation is the client's hash of its minute, hour and day creation windows
+// {mw, mn, hw, hn, dw, dn} and of its reserved mailboxes, a field
+// 'a:<mailbox tag>' = expiry ms each (TTL: PEXPIREAT the end of the day
+// window or the latest slot, whichever is later; scripts/slots.lua).
 func (k keys) creation(client string) string { return k.base + tag(client) + "}:create" }
-
-// active is the ZSET of the client's reserved mailboxes, scored by expiry in
-// ms (TTL: PEXPIREAT the highest score).
-func (k keys) active(client string) string { return k.base + tag(client) + "}:active" }
 
 // globalCreation is the hash {w, n} of the service-wide creation minute
 // (TTL: PEXPIREAT end of the minute).

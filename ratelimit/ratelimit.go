@@ -96,11 +96,16 @@ type Decision struct {
 //go:embed scripts/*.lua
 var scripts embed.FS
 
-// script loads an embedded script; a missing file is a build defect.
-func script(name string) *rueidis.Lua {
-	src, err := scripts.ReadFile("scripts/" + name)
-	if err != nil {
-		panic(err)
+// script loads an embedded script, after the files of prelude (their
+// local functions); a missing file is a build defect.
+func script(name string, prelude ...string) *rueidis.Lua {
+	var src []byte
+	for _, f := range append(prelude, name) {
+		b, err := scripts.ReadFile("scripts/" + f)
+		if err != nil {
+			panic(err)
+		}
+		src = append(append(src, b...), '\n')
 	}
 	return rueidis.NewLuaScript(string(src))
 }
@@ -130,9 +135,9 @@ func New(client rueidis.Client, cfg Config) *Limiter {
 		cfg:        cfg,
 		keys:       newKeys(cfg.KeyPrefix),
 		window:     script("window.lua"),
-		reserve:    script("reserve.lua"),
-		release:    script("release.lua"),
-		extend:     script("extend.lua"),
+		reserve:    script("reserve.lua", "slots.lua"),
+		release:    script("release.lua", "slots.lua"),
+		extend:     script("extend.lua", "slots.lua"),
 		now:        time.Now,
 		globalArgs: []string{itoa(cfg.GlobalCreatePerMinute), "60000"},
 		limitArgs: []string{
@@ -300,7 +305,7 @@ func (l *Limiter) ReserveCreation(ctx context.Context, client, mailbox string, l
 	}
 	args := append(l.limitArgs[:len(l.limitArgs):len(l.limitArgs)], mailbox, strconv.FormatInt(life, 10), ok)
 	reply, err := l.reserve.Exec(ctx, l.client,
-		[]string{l.keys.creation(client), l.keys.active(client)}, args).ToArray()
+		[]string{l.keys.creation(client)}, args).ToArray()
 	if err != nil {
 		return Decision{}, fmt.Errorf("%w: reserve: %w", ErrUnavailable, err)
 	}
@@ -332,7 +337,7 @@ func (l *Limiter) ReserveCreation(ctx context.Context, client, mailbox string, l
 // after ReserveCreation). Releasing a mailbox without a slot is a no-op.
 // Errors wrap ErrUnavailable.
 func (l *Limiter) Release(ctx context.Context, client, mailbox string) error {
-	err := l.release.Exec(ctx, l.client, []string{l.keys.active(client)}, []string{mailbox}).Error()
+	err := l.release.Exec(ctx, l.client, []string{l.keys.creation(client)}, []string{mailbox}).Error()
 	if err != nil {
 		return fmt.Errorf("%w: release: %w", ErrUnavailable, err)
 	}
@@ -345,7 +350,7 @@ func (l *Limiter) Release(ctx context.Context, client, mailbox string) error {
 // ErrUnavailable.
 func (l *Limiter) ExtendActive(ctx context.Context, client, mailbox string, expiresAt time.Time) error {
 	args := []string{mailbox, strconv.FormatInt(expiresAt.UnixMilli(), 10)}
-	err := l.extend.Exec(ctx, l.client, []string{l.keys.active(client)}, args).Error()
+	err := l.extend.Exec(ctx, l.client, []string{l.keys.creation(client)}, args).Error()
 	if err != nil {
 		return fmt.Errorf("%w: extend: %w", ErrUnavailable, err)
 	}

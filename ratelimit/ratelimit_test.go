@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -332,12 +333,19 @@ func TestCreationPerMinute(t *testing.T) {
 	}
 }
 
-// activeCount reads how many slots the client's active ZSET holds.
+// activeCount reads how many slots (a:<mailbox> fields) the client's hash
+// holds.
 func activeCount(t *testing.T, c rueidis.Client, l *Limiter, client string) int64 {
 	t.Helper()
-	n, err := c.Do(context.Background(), c.B().Zcard().Key(l.keys.active(client)).Build()).AsInt64()
+	m, err := c.Do(context.Background(), c.B().Hgetall().Key(l.keys.creation(client)).Build()).AsStrMap()
 	if err != nil {
 		t.Fatal(err)
+	}
+	var n int64
+	for f := range m {
+		if strings.HasPrefix(f, "a:") {
+			n++
+		}
 	}
 	return n
 }
@@ -642,30 +650,31 @@ func TestKeysExpire(t *testing.T) {
 	if got, want := expireAt(l.keys.creation(ip)), now.Truncate(day).Add(day); !got.Equal(want) {
 		t.Errorf("creation key expires at %v, want the end of the day window %v", got, want)
 	}
-	now = serverNow(t, c)
+	// The slots live in the same hash, which lives until the end of its day
+	// window or its latest slot, whichever is later.
+	dayEnd := now.Truncate(day).Add(day)
 	_, err = l.ReserveCreation(ctx, ip, "long", 10*minute, true)
 	check("ReserveCreation", err)
-	long := expireAt(l.keys.active(ip))
-	if lo, hi := now.Add(10*minute), serverNow(t, c).Add(10*minute); long.Before(lo.Truncate(time.Millisecond)) || long.After(hi) {
-		t.Errorf("active key expires at %v, want the slot's expiry in [%v, %v]", long, lo, hi)
-	}
 	_, err = l.ReserveCreation(ctx, ip, "short", minute, true)
 	check("ReserveCreation shorter", err)
-	if got := expireAt(l.keys.active(ip)); !got.Equal(long) {
-		t.Errorf("active key expires at %v after a shorter slot, want the longest slot's %v", got, long)
+	if got := expireAt(l.keys.creation(ip)); !got.Equal(dayEnd) && serverNow(t, c).Add(10*minute).Before(dayEnd) {
+		t.Errorf("creation key expires at %v with slots inside the day, want the day window's end %v", got, dayEnd)
 	}
-	later := now.Add(30 * minute).Truncate(time.Millisecond)
+	later := dayEnd.Add(30 * minute)
 	check("ExtendActive", l.ExtendActive(ctx, ip, "short", later))
-	if got := expireAt(l.keys.active(ip)); !got.Equal(later) {
-		t.Errorf("active key expires at %v after extension, want %v", got, later)
+	if got := expireAt(l.keys.creation(ip)); !got.Equal(later) {
+		t.Errorf("creation key expires at %v after an extension past the day, want the slot's %v", got, later)
 	}
 	check("Release", l.Release(ctx, ip, "short"))
-	if got := expireAt(l.keys.active(ip)); !got.Equal(long) {
-		t.Errorf("active key expires at %v after Release, want the remaining slot's %v", got, long)
+	if got := expireAt(l.keys.creation(ip)); !got.Equal(dayEnd) && serverNow(t, c).Add(10*minute).Before(dayEnd) {
+		t.Errorf("creation key expires at %v after Release, want the day window's end %v", got, dayEnd)
 	}
 	check("Release last", l.Release(ctx, ip, "long"))
-	// With no slot left there is no ZSET; extending must not create one.
+	// With no slot left, extending must not create one.
 	check("ExtendActive released", l.ExtendActive(ctx, ip, "long", later))
+	if n := activeCount(t, c, l, ip); n != 0 {
+		t.Errorf("%d slots after releasing both and extending a released one, want 0", n)
+	}
 	_, err = l.AllowGlobalCreation(ctx)
 	check("AllowGlobalCreation", err)
 
@@ -681,7 +690,7 @@ func TestKeysExpire(t *testing.T) {
 		want = append(want[:2], want[3])
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Errorf("keys = %q, want %q (an empty active ZSET is gone)", got, want)
+		t.Errorf("keys = %q, want %q (one hash per client: windows and slots)", got, want)
 	}
 }
 

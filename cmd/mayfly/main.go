@@ -165,6 +165,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	defer client.Close()
 	close(ready)
+	checkRedisSettings(ctx, client, log)
 
 	store := storage.New(client, storage.Config{
 		KeyPrefix: cfg.redisPrefix, MaxMessages: cfg.maxMessages,

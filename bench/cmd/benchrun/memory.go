@@ -19,7 +19,7 @@ func boxKeys(tag string) []string {
 }
 
 func ownerKeys(ip string) []string {
-	return []string{"mf:rl:{" + ip + "}:create", "mf:rl:{" + ip + "}:active"}
+	return []string{"mf:rl:{" + ip + "}:create"}
 }
 
 func (b *bench) memoryUsage(ctx context.Context, keys []string) (int64, error) {

@@ -188,7 +188,9 @@ func (d *drill) run(fault func()) {
 	}
 	wg.Go(func() { d.poll(ctx) })
 	time.Sleep(d.cfg.before)
+	d.acceptedMu.Lock() // poll and tempNote read it under the lock
 	d.faultAt = time.Now()
+	d.acceptedMu.Unlock()
 	fault()
 	time.Sleep(d.cfg.after)
 	cancel()

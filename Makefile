@@ -78,7 +78,7 @@ cluster-down:
 cluster-demo:
 	bash deploy/topology.sh demo
 
-# Every failover drill of deploy/README.md, with longer load (about 6
+# Every failover drill of deploy/README.md, with longer load (about 4–5
 # minutes, the reshard drill included); prints the table. `make test` runs
 # the four short ones (primary kill, mid-DATA ingest kill, partition, and the
 # partition of a primary with one of its two replicas).

@@ -396,13 +396,14 @@ func (s *Store) Message(ctx context.Context, session Credential, id uuid.UUID) (
 
 // MessageJSON returns one message of the session's mailbox as stored
 // (pre-encoded, bodies included), in one MULTI/EXEC like MessagesJSON: the
-// box maps the message id to its stream id and holds its JSON; a message
+// box maps the message id (its 16 bytes) to its stream id and holds its
+// JSON; a message
 // delivered before 2026-11-25 has them in the bodies hash, read in the
 // same transaction.
 // Errors: ErrSessionInvalid, ErrMessageNotFound, ErrUnavailable.
 func (s *Store) MessageJSON(ctx context.Context, session Credential, id uuid.UUID) (Encoded, error) {
 	ids := id.String()
-	f, r, err := s.snapshot(ctx, "message", session, []string{ids, ids + ":m"},
+	f, r, err := s.snapshot(ctx, "message", session, []string{string(id[:]), string(id[:]) + "m"},
 		s.client.B().Hmget().Key(s.keys.bodies(session.Tag)).Field(ids, ids+":m").Build())
 	if err != nil {
 		return Encoded{}, err
@@ -556,7 +557,7 @@ func (s *Store) delivery(address string, m NewMessage) (delivery, error) {
 	key, oldKey := storedKey(m.Key)
 	return delivery{keys: s.keys.all(tag), sum: sum, args: []string{
 		lower, id.String(), encodeSummary(sum), withoutID(id, encodeMessage(Message{Summary: sum, Text: m.Text, HTML: m.HTML})),
-		strconv.Itoa(size), strconv.Itoa(s.cfg.MaxMessages), strconv.Itoa(s.cfg.MaxMailboxBytes), key, oldKey,
+		strconv.Itoa(size), strconv.Itoa(s.cfg.MaxMessages), strconv.Itoa(s.cfg.MaxMailboxBytes), key, oldKey, string(id[:]),
 	}}, nil
 }
 

@@ -376,8 +376,8 @@ func assertBoxCounters(t *testing.T, f fixture, m storage.Mailbox, n int64) {
 	}
 }
 
-// boxMessageFields counts the box's message fields: <id> (stream id, size,
-// key), <id>:m (JSON) and d:<key>.
+// boxMessageFields counts the box's message fields: <id> (the id's 16
+// bytes: stream id, size, key), <id>m (JSON) and d:<key>, by their lengths.
 func boxMessageFields(t *testing.T, f fixture, box string) (metas, jsons, keys int64) {
 	t.Helper()
 	names, err := f.client.Do(ctxT(t), f.client.B().Hkeys().Key(box).Build()).AsStrSlice()
@@ -386,11 +386,11 @@ func boxMessageFields(t *testing.T, f fixture, box string) (metas, jsons, keys i
 	}
 	for _, name := range names {
 		switch {
-		case strings.HasPrefix(name, "d:"):
+		case len(name) == 18 && strings.HasPrefix(name, "d:"):
 			keys++
-		case len(name) == 36:
+		case len(name) == 16:
 			metas++
-		case len(name) == 38 && strings.HasSuffix(name, ":m"):
+		case len(name) == 17 && strings.HasSuffix(name, "m"):
 			jsons++
 		}
 	}

@@ -5,14 +5,16 @@
 --       counted against the mailbox), max messages, max mailbox bytes,
 --       delivery key as stored (16 bytes of the SHA-256 of the raw message,
 --       or empty: no deduplication), the same key as mailboxes stored
---       before 2026-11-25 hold it (64 hex digits)
+--       before 2026-11-25 hold it (64 hex digits), the message id's 16
+--       bytes (see id_bytes in lib.lua)
 -- Reply: {1, stream id, message id, node id} delivered; {2, stream id,
 --        message id, node id} the message with that delivery key is still
 --        stored, so nothing was (the reply names that one); {0, node id} no
 --        live mailbox at that address (node id: see node_id in lib.lua).
 -- The stream entry is {j = summary JSON}, nothing else, so a page of the
 -- list is one value per message; the box gets <id> = "<stream id> <size>
--- <key>" (for drop_message), <id>:m = message JSON and d:<key> = stream id:
+-- <key>" (for drop_message), <id>m = message JSON and d:<key> = stream id
+-- (<id>: the id's 16 bytes):
 -- the delivery key is dropped with its message (drop_message), so the
 -- dedupe window is the stored life of the first copy. Messages delivered
 -- before 2026-11-25 are in the bodies hash (<id> = stream id, <id>:m,
@@ -51,7 +53,7 @@ if key ~= '' then
     end
   end
 end
-local id = ARGV[2]
+local id, idb = ARGV[2], ARGV[10]
 local sid = redis.call('XADD', KEYS[2], '*', 'j', ARGV[3])
 local n, b = (tonumber(f[3]) or 0), (tonumber(f[4]) or 0)
 if n <= 0 then redis.call('PEXPIREAT', KEYS[2], exp) end
@@ -64,9 +66,9 @@ while n > maxn or b > maxb do
   b = b - drop_message(old[1][1], old[1][2], true)
 end
 if key ~= '' then
-  redis.call('HSET', KEYS[1], id, sid .. ' ' .. ARGV[5] .. ' ' .. key, id .. ':m', ARGV[4], 'd:' .. key, sid, 'n', n, 'b', b)
+  redis.call('HSET', KEYS[1], idb, sid .. ' ' .. ARGV[5] .. ' ' .. key, idb .. 'm', ARGV[4], 'd:' .. key, sid, 'n', n, 'b', b)
 else
-  redis.call('HSET', KEYS[1], id, sid .. ' ' .. ARGV[5], id .. ':m', ARGV[4], 'n', n, 'b', b)
+  redis.call('HSET', KEYS[1], idb, sid .. ' ' .. ARGV[5], idb .. 'm', ARGV[4], 'n', n, 'b', b)
 end
 local node = node_id()
 redis.call('SPUBLISH', KEYS[4], '{"type":"message","sid":"' .. sid .. '","node":"' .. node .. '","summary":' .. ARGV[3] .. '}')

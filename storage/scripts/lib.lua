@@ -4,9 +4,11 @@
 -- the creator's rate-limit client key), n (message count), b (stored bytes),
 -- sn (session count), sq (sessions ever issued), s:<digest> (one field
 -- per session: its sequence number),
--- st (token of the mailbox's current event stream); and per message
--- <id> = "<stream id> <size>[ <delivery key>]", <id>:m = the message JSON
--- without its id member, d:<delivery key> = stream id (see deliver.lua).
+-- st (token of the mailbox's current event stream); and per message, with
+-- <id> the 16 bytes of its uuid (see id_bytes): <id> = "<stream id> <size>[
+-- <delivery key>]", <id>m = the message JSON without its id member,
+-- d:<delivery key> = stream id (see deliver.lua). The names' lengths (16,
+-- 17, 18 with d: or s:, 1–2 for the rest) keep them apart.
 -- A digest is the first 16 bytes of the SHA-256 of the secret, raw; before
 -- 2026-11-25 it was the whole SHA-256 in hex, and messages went to the
 -- bodies hash (KEYS[3]): both are still read, so a rolling upgrade serves
@@ -63,6 +65,12 @@ local function set_expiry(ms)
   for i = 1, 3 do redis.call('PEXPIREAT', KEYS[i], ms) end
 end
 
+-- id_bytes is message id (a uuid's 36 characters) as the box's field
+-- names hold it: its 16 bytes.
+local function id_bytes(id)
+  return (string.gsub(string.gsub(id, '-', ''), '%x%x', function(h) return string.char(tonumber(h, 16)) end))
+end
+
 -- parse_meta reads a message's box field <id>: its stream id, size and
 -- delivery key ('' when none).
 local function parse_meta(v)
@@ -74,7 +82,7 @@ end
 -- message stored before 2026-11-25, the bodies hash; nil when there is no
 -- such message.
 local function message_sid(id)
-  local meta = redis.call('HGET', KEYS[1], id)
+  local meta = redis.call('HGET', KEYS[1], id_bytes(id))
   if meta then return (parse_meta(meta)) end
   return redis.call('HGET', KEYS[3], id) or nil
 end
@@ -101,14 +109,15 @@ local function drop_message(sid, fields, uncounted)
     if f == 'z' then size = v elseif f == 'd' then key = v end
   end
   redis.call('XDEL', KEYS[2], sid)
-  local meta = id and redis.call('HGET', KEYS[1], id)
+  local idb = id and id_bytes(id)
+  local meta = idb and redis.call('HGET', KEYS[1], idb)
   if meta then
     local _, n, k = parse_meta(meta)
     size = n
     if k ~= '' then
-      redis.call('HDEL', KEYS[1], id, id .. ':m', 'd:' .. k)
+      redis.call('HDEL', KEYS[1], idb, idb .. 'm', 'd:' .. k)
     else
-      redis.call('HDEL', KEYS[1], id, id .. ':m')
+      redis.call('HDEL', KEYS[1], idb, idb .. 'm')
     end
   elseif id then
     if not size then

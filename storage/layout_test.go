@@ -123,9 +123,26 @@ func TestReadsLayoutOfNovember24(t *testing.T) {
 		t.Errorf("stored bytes = %d after dropping both old messages, want %d", n, newSize)
 	}
 
-	// A third session revokes the oldest, the one stored as hex.
+	// A third session revokes the oldest, the one stored as hex, and says so
+	// in a form that ends its event streams.
+	events := subscribe(ctx, f, m.Tag())
 	if _, _, err := f.store.Select(ctx, m.ID, scoped); err != nil {
 		t.Fatal(err)
+	}
+	for revoked := false; !revoked; {
+		select {
+		case msg := <-events:
+			ev, err := storage.ParseEvent([]byte(msg))
+			if msg == "probe" || err != nil || ev.Type != storage.EventRevoked {
+				continue
+			}
+			if !ev.Revokes(sess) || ev.Revokes(sess2) {
+				t.Errorf("revoked event %s: revokes the hex session %v, the second %v; want true, false", msg, ev.Revokes(sess), ev.Revokes(sess2))
+			}
+			revoked = true
+		case <-ctx.Done():
+			t.Fatal("no revoked event")
+		}
 	}
 	if _, err := f.store.Current(ctx, sess); !errors.Is(err, storage.ErrSessionInvalid) {
 		t.Errorf("Current with the revoked hex session: %v", err)

@@ -509,21 +509,21 @@ func TestExpiryRemovesEverything(t *testing.T) {
 	}
 }
 
-func TestEventsPublishedOnDeliverAndDestroy(t *testing.T) {
-	f := newFixture(t, storage.Config{})
-	ctx := ctxT(t)
-	m, _, sess := f.open(t, 10*time.Minute)
-	got := make(chan string, 4)
+// subscribe subscribes to the events channel of the mailbox with tag until
+// ctx ends and returns once the subscription is live. Probes it published
+// to find that out may still arrive as "probe".
+func subscribe(ctx context.Context, f fixture, tag string) <-chan string {
+	got := make(chan string, 16)
 	subscribed := make(chan struct{})
 	go func() {
-		_ = f.client.Receive(ctx, f.client.B().Ssubscribe().Channel(f.store.Channel(m.Tag())).Build(), func(msg rueidis.PubSubMessage) {
+		_ = f.client.Receive(ctx, f.client.B().Ssubscribe().Channel(f.store.Channel(tag)).Build(), func(msg rueidis.PubSubMessage) {
 			got <- msg.Message
 		})
 	}()
 	// Wait until the subscription is live: publish probes until one arrives.
 	go func() {
 		for ctx.Err() == nil {
-			f.client.Do(ctx, f.client.B().Spublish().Channel(f.store.Channel(m.Tag())).Message("probe").Build())
+			f.client.Do(ctx, f.client.B().Spublish().Channel(f.store.Channel(tag)).Message("probe").Build())
 			select {
 			case <-subscribed:
 				return
@@ -537,6 +537,14 @@ func TestEventsPublishedOnDeliverAndDestroy(t *testing.T) {
 			break
 		}
 	}
+	return got
+}
+
+func TestEventsPublishedOnDeliverAndDestroy(t *testing.T) {
+	f := newFixture(t, storage.Config{})
+	ctx := ctxT(t)
+	m, _, sess := f.open(t, 10*time.Minute)
+	got := subscribe(ctx, f, m.Tag())
 	s := f.deliver(t, m.Address, "evented")
 	if _, err := f.store.Destroy(ctx, sess); err != nil {
 		t.Fatal(err)

@@ -519,8 +519,8 @@ func (s *Store) Exists(ctx context.Context, address string) (bool, error) {
 }
 
 // Deliver appends m to the live mailbox at address (case-insensitive) in one
-// script call: the summary to the stream, the bodies with the mailbox's
-// expiry, the oldest messages evicted while the mailbox is over its caps, and
+// script call: the summary to the stream, the message (bodies included) to
+// the box hash, the oldest messages evicted while the mailbox is over its caps, and
 // an event published on the mailbox's channel. Bodies are truncated so the
 // message fits MaxMessageBytes (HTML first, at a UTF-8 boundary).
 // Errors: ErrMailboxNotFound (no live mailbox at address), ErrUnavailable.

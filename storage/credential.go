@@ -97,18 +97,18 @@ func (c Credential) digest() string {
 	return string(sum[:digestLen])
 }
 
-// digestHex is the digest stored before 2026-11-25: the whole SHA-256 as
-// 64 hex digits. Readers still look it up (a rolling upgrade finds sessions
-// and mailboxes stored that way).
-func (c Credential) digestHex() string {
+// digestForms returns digest and the digest stored before 2026-11-25: the
+// whole SHA-256 as 64 hex digits. Readers still look that one up (a rolling
+// upgrade finds sessions and mailboxes stored that way).
+func (c Credential) digestForms() (cur, old string) {
 	sum := sha256.Sum256(c.secret[:])
-	return hex.EncodeToString(sum[:])
+	return string(sum[:digestLen]), hex.EncodeToString(sum[:])
 }
 
-// digests is the scripts' argument for a credential: digest followed by
-// digestHex (lib.lua's digests splits it), so every script looks up both
+// digests is the scripts' argument for a credential: both digestForms, in
+// one string (lib.lua's digests splits it), so every script looks up both
 // layouts in the same call.
 func (c Credential) digests() string {
-	sum := sha256.Sum256(c.secret[:])
-	return string(sum[:digestLen]) + hex.EncodeToString(sum[:])
+	cur, old := c.digestForms()
+	return cur + old
 }

@@ -37,10 +37,10 @@ func DeliveryKey(raw []byte) string {
 
 // storedKey is delivery key k as the box stores it, and as mailboxes made
 // before 2026-11-25 stored it: a DeliveryKey is kept as its first 16 bytes,
-// raw (dedupe is per mailbox, among at most MaxMessages messages: 128 bits
-// make a collision of two different messages impossible in practice, 2^-128
-// for a message chosen to collide with one stored), where it was 64 hex
-// digits; any other key is kept as it is.
+// raw, where it was 64 hex digits; any other key is kept as it is. Dedupe
+// is per mailbox, among at most MaxMessages messages: with 128 bits two
+// different messages never share a key in practice, and crafting a message
+// whose key matches a stored one takes a second preimage, 2^128 work.
 func storedKey(k string) (key, old string) {
 	if len(k) != 2*sha256.Size {
 		return k, k

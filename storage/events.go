@@ -46,7 +46,11 @@ type Event struct {
 // Revokes reports whether ev revoked session: a stream opened with it must
 // end, since the spec rechecks mailbox access during the stream.
 func (ev Event) Revokes(session Credential) bool {
-	return ev.Type == EventRevoked && (ev.session == hex.EncodeToString([]byte(session.digest())) || ev.session == session.digestHex())
+	if ev.Type != EventRevoked {
+		return false
+	}
+	cur, old := session.digestForms()
+	return ev.session == hex.EncodeToString([]byte(cur)) || ev.session == old
 }
 
 // Channel is the sharded pub/sub channel of the mailbox with tag; it hashes

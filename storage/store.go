@@ -259,10 +259,11 @@ func (s *Store) MessagesJSON(ctx context.Context, session Credential, p Page) ([
 // Errors: ErrSessionInvalid, ErrUnavailable.
 func (s *Store) snapshot(ctx context.Context, op string, session Credential, fields []string, read rueidis.Completed) ([]rueidis.RedisMessage, rueidis.RedisMessage, error) {
 	b := s.client.B()
+	cur, old := session.digestForms()
 	res := s.client.DoMulti(ctx,
 		b.Multi().Build(),
 		b.Time().Build(),
-		b.Hmget().Key(s.keys.box(session.Tag)).Field(append([]string{"s:" + session.digest(), "s:" + session.digestHex(), "e"}, fields...)...).Build(),
+		b.Hmget().Key(s.keys.box(session.Tag)).Field(append([]string{"s:" + cur, "s:" + old, "e"}, fields...)...).Build(),
 		read,
 		b.Exec().Build())
 	for _, r := range res {
@@ -397,9 +398,8 @@ func (s *Store) Message(ctx context.Context, session Credential, id uuid.UUID) (
 // MessageJSON returns one message of the session's mailbox as stored
 // (pre-encoded, bodies included), in one MULTI/EXEC like MessagesJSON: the
 // box maps the message id (its 16 bytes) to its stream id and holds its
-// JSON; a message
-// delivered before 2026-11-25 has them in the bodies hash, read in the
-// same transaction.
+// JSON; a message delivered before 2026-11-25 has them in the bodies hash,
+// read in the same transaction.
 // Errors: ErrSessionInvalid, ErrMessageNotFound, ErrUnavailable.
 func (s *Store) MessageJSON(ctx context.Context, session Credential, id uuid.UUID) (Encoded, error) {
 	ids := id.String()

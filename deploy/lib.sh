@@ -50,7 +50,7 @@ redis_cli() {
 # (deploy/README.md, "Redis settings"), given to every redis-server these
 # scripts start. A node warns at start when its Redis differs
 # (cmd/mayfly/redisconfig.go holds the same list).
-redis_memory_args=(--hash-max-listpack-value 4096 --hash-max-listpack-entries 32
+redis_memory_args=(--hash-max-listpack-value 4096 --hash-max-listpack-entries 48
 	--stream-node-max-bytes 256 --maxmemory-policy noeviction)
 
 # redis_info_field PORT FIELD: one field of INFO from the server on PORT.

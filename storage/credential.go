@@ -84,8 +84,31 @@ func ParseCredential(s string) (Credential, bool) {
 	return c, true
 }
 
-// digest is the one-way hash stored in Redis.
+// digestLen is how much of the SHA-256 of a secret Redis keeps: 128 bits,
+// raw. A session is found by a hash-field probe on it, the scoped
+// credential compared with it; forging either takes a second preimage of
+// 128 bits of SHA-256 (2^128 work) of a value nobody outside Redis sees.
+const digestLen = 16
+
+// digest is the one-way hash stored in Redis: the first digestLen bytes of
+// the SHA-256 of the secret, raw.
 func (c Credential) digest() string {
 	sum := sha256.Sum256(c.secret[:])
-	return hex.EncodeToString(sum[:])
+	return string(sum[:digestLen])
+}
+
+// digestForms returns digest and the digest stored before 2026-11-25: the
+// whole SHA-256 as 64 hex digits. Readers still look that one up (a rolling
+// upgrade finds sessions and mailboxes stored that way).
+func (c Credential) digestForms() (cur, old string) {
+	sum := sha256.Sum256(c.secret[:])
+	return string(sum[:digestLen]), hex.EncodeToString(sum[:])
+}
+
+// digests is the scripts' argument for a credential: both digestForms, in
+// one string (lib.lua's digests splits it), so every script looks up both
+// layouts in the same call.
+func (c Credential) digests() string {
+	cur, old := c.digestForms()
+	return cur + old
 }

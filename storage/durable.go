@@ -35,6 +35,23 @@ func DeliveryKey(raw []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
+// storedKey is delivery key k as the box stores it, and as mailboxes made
+// before 2026-11-25 stored it: a DeliveryKey is kept as its first 16 bytes,
+// raw, where it was 64 hex digits; any other key is kept as it is. Dedupe
+// is per mailbox, among at most MaxMessages messages: with 128 bits two
+// different messages never share a key in practice, and crafting a message
+// whose key matches a stored one takes a second preimage, 2^128 work.
+func storedKey(k string) (key, old string) {
+	if len(k) != 2*sha256.Size {
+		return k, k
+	}
+	b, err := hex.DecodeString(k)
+	if err != nil {
+		return k, k
+	}
+	return string(b[:16]), k
+}
+
 // durableScript is a script whose writes a caller may need acknowledged by
 // replicas: EVALSHA and WAIT must travel in one DoMulti so that they share a
 // connection (WAIT covers only the writes of its own connection).

@@ -83,14 +83,14 @@ func TestDeliverIsIdempotent(t *testing.T) {
 	if s, err := f.store.Deliver(ctx, m.Address, keyedMessage("a")); err != nil || s.Duplicate || s.ID == first.ID {
 		t.Fatalf("after delete: %+v, %v; want a new copy", s, err)
 	}
-	// Eviction drops the key too: the bodies hash holds 3 fields and one
-	// delivery key per stored message, nothing of evicted ones.
+	// Eviction drops the key too: the box holds one delivery key per stored
+	// message, nothing of evicted ones.
 	f.store.Deliver(ctx, m.Address, keyedMessage("b"))
 	f.store.Deliver(ctx, m.Address, keyedMessage("c"))
 	assertSubjects(t, f, sess, "c,b")
-	bodies := f.prefix + ":{" + m.Tag() + "}:bodies"
-	if n, _ := f.client.Do(ctx, f.client.B().Hlen().Key(bodies).Build()).AsInt64(); n != 2*4 {
-		t.Errorf("bodies fields = %d, want 8 (3 + a delivery key for each of 2 messages)", n)
+	assertBoxCounters(t, f, m, 2)
+	if _, _, keys := boxMessageFields(t, f, f.prefix+":{"+m.Tag()+"}:box"); keys != 2 {
+		t.Errorf("delivery keys = %d, want 2 (one for each stored message)", keys)
 	}
 	if s, err := f.store.Deliver(ctx, m.Address, keyedMessage("a")); err != nil || s.Duplicate {
 		t.Fatalf("evicted key: %+v, %v; want a new copy", s, err)

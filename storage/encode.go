@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -72,6 +73,25 @@ func encodeMessage(m Message) string {
 		v.Text, v.HTML = m.Text, m.HTML
 	}
 	return encodeJSON(v)
+}
+
+// withoutID is message JSON js of message id without its id member, as the
+// box stores it (its field name holds the id already): 43 bytes less a
+// message.
+func withoutID(id uuid.UUID, js string) string {
+	if p := `{"id":"` + id.String() + `",`; strings.HasPrefix(js, p) {
+		return "{" + js[len(p):]
+	}
+	return js
+}
+
+// withID is withoutID undone; a message JSON stored with its id (before
+// 2026-11-25) is returned as it is.
+func withID(id uuid.UUID, js string) string {
+	if strings.HasPrefix(js, `{"id":`) {
+		return js
+	}
+	return `{"id":"` + id.String() + `",` + js[1:]
 }
 
 // decodeSummary reads a stored summary (or message) JSON back into s.

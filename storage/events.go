@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -39,13 +40,17 @@ type Event struct {
 	// the node whose stream holds that message. Empty when unknown (a node
 	// older than the field, or a standalone server): compare only when set.
 	Node    string
-	session string // EventRevoked: the digest of the revoked session
+	session string // EventRevoked: the digest of the revoked session, in hex
 }
 
 // Revokes reports whether ev revoked session: a stream opened with it must
 // end, since the spec rechecks mailbox access during the stream.
 func (ev Event) Revokes(session Credential) bool {
-	return ev.Type == EventRevoked && ev.session == session.digest()
+	if ev.Type != EventRevoked {
+		return false
+	}
+	cur, old := session.digestForms()
+	return ev.session == hex.EncodeToString([]byte(cur)) || ev.session == old
 }
 
 // Channel is the sharded pub/sub channel of the mailbox with tag; it hashes
@@ -127,7 +132,7 @@ func (s *Store) OpenStream(ctx context.Context, session Credential, token string
 		last = lastEvent.String()
 	}
 	res, err := s.scripts.streamOpen.Exec(ctx, s.client, s.keys.all(session.Tag), []string{
-		session.digest(), token, last, strconv.Itoa(maxReplay),
+		session.digests(), token, last, strconv.Itoa(maxReplay),
 	}).ToArray()
 	if err != nil {
 		return StreamStart{}, unavailable("open stream", err)
@@ -156,7 +161,7 @@ func (s *Store) OpenStream(ctx context.Context, session Credential, token string
 func (s *Store) ReadStream(ctx context.Context, session Credential, token, afterID string, max int) (StreamRead, error) {
 	t := session.Tag
 	res, err := s.scripts.streamRead.Exec(ctx, s.client, []string{s.keys.box(t), s.keys.msgs(t)}, []string{
-		session.digest(), token, afterID, strconv.Itoa(max),
+		session.digests(), token, afterID, strconv.Itoa(max),
 	}).ToArray()
 	if err != nil {
 		return StreamRead{}, unavailable("read stream", err)

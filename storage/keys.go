@@ -11,7 +11,9 @@ func (k keys) box(tag string) string { return k.prefix + ":{" + tag + "}:box" }
 // msgs is the mailbox's message stream, oldest first (same TTL as box).
 func (k keys) msgs(tag string) string { return k.prefix + ":{" + tag + "}:msgs" }
 
-// bodies is the hash of message bodies and stream ids (same TTL as box).
+// bodies is the hash of message bodies and stream ids of the layout before
+// 2026-11-25 (same TTL as box): still read, evicted and deleted, no longer
+// written; messages are in the box now.
 func (k keys) bodies(tag string) string { return k.prefix + ":{" + tag + "}:bodies" }
 
 // events is the sharded pub/sub channel of the mailbox (no TTL: a channel).

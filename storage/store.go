@@ -128,7 +128,7 @@ func (s *Store) Create(ctx context.Context, tag, domain string, lifetime time.Du
 func (s *Store) Select(ctx context.Context, id uuid.UUID, scoped Credential) (Mailbox, Credential, error) {
 	sess := newCredential(scoped.Tag)
 	res, err := s.scripts.selectBox.Exec(ctx, s.client, s.keys.all(scoped.Tag), []string{
-		id.String(), scoped.digest(), sess.digest(), strconv.Itoa(s.cfg.MaxSessions),
+		id.String(), scoped.digests(), sess.digest(), strconv.Itoa(s.cfg.MaxSessions),
 	}).ToArray()
 	if err != nil {
 		return Mailbox{}, Credential{}, unavailable("select", err)
@@ -149,7 +149,7 @@ func (s *Store) Select(ctx context.Context, id uuid.UUID, scoped Credential) (Ma
 // Current returns the mailbox of session.
 // Errors: ErrSessionInvalid, ErrUnavailable.
 func (s *Store) Current(ctx context.Context, session Credential) (Mailbox, error) {
-	res, err := s.scripts.current.Exec(ctx, s.client, []string{s.keys.box(session.Tag)}, []string{session.digest()}).ToArray()
+	res, err := s.scripts.current.Exec(ctx, s.client, []string{s.keys.box(session.Tag)}, []string{session.digests()}).ToArray()
 	if err != nil {
 		return Mailbox{}, unavailable("current", err)
 	}
@@ -169,7 +169,7 @@ func (s *Store) Current(ctx context.Context, session Credential) (Mailbox, error
 // Errors: ErrSessionInvalid, ErrUnavailable.
 func (s *Store) Extend(ctx context.Context, session Credential, d time.Duration) (Mailbox, string, error) {
 	res, err := s.scripts.extend.Exec(ctx, s.client, s.keys.all(session.Tag), []string{
-		session.digest(), strconv.FormatInt(d.Milliseconds(), 10),
+		session.digests(), strconv.FormatInt(d.Milliseconds(), 10),
 	}).ToArray()
 	if err != nil {
 		return Mailbox{}, "", unavailable("extend", err)
@@ -189,7 +189,7 @@ func (s *Store) Extend(ctx context.Context, session Credential, d time.Duration)
 // session of it, and returns its owner.
 // Errors: ErrSessionInvalid, ErrUnavailable.
 func (s *Store) Destroy(ctx context.Context, session Credential) (string, error) {
-	res, err := s.scripts.destroy.Exec(ctx, s.client, s.keys.all(session.Tag), []string{session.digest()}).ToArray()
+	res, err := s.scripts.destroy.Exec(ctx, s.client, s.keys.all(session.Tag), []string{session.digests()}).ToArray()
 	if err != nil {
 		return "", unavailable("destroy", err)
 	}
@@ -232,7 +232,7 @@ func (s *Store) MessagesJSON(ctx context.Context, session Credential, p Page) ([
 	// and clamping it keeps XREVRANGE's COUNT bounded.
 	offset := min(p.Offset, s.cfg.MaxMessages)
 	t, b := session.Tag, s.client.B()
-	tx, err := s.snapshot(ctx, "list", session,
+	_, tx, err := s.snapshot(ctx, "list", session, nil,
 		b.Xrevrange().Key(s.keys.msgs(t)).End("+").Start("-").Count(int64(offset+p.Limit+1)).Build())
 	if err != nil {
 		return nil, false, err
@@ -253,34 +253,40 @@ func (s *Store) MessagesJSON(ctx context.Context, session Credential, p Page) ([
 }
 
 // snapshot runs read in one MULTI/EXEC with TIME and the session and expiry
-// fields of the session's box, checks the session against that snapshot,
-// and returns read's reply.
+// fields of the session's box (under both layouts' field names, see
+// Credential.digests) followed by fields, checks the session against that
+// snapshot, and returns the values of fields and read's reply.
 // Errors: ErrSessionInvalid, ErrUnavailable.
-func (s *Store) snapshot(ctx context.Context, op string, session Credential, read rueidis.Completed) (rueidis.RedisMessage, error) {
+func (s *Store) snapshot(ctx context.Context, op string, session Credential, fields []string, read rueidis.Completed) ([]rueidis.RedisMessage, rueidis.RedisMessage, error) {
 	b := s.client.B()
+	cur, old := session.digestForms()
 	res := s.client.DoMulti(ctx,
 		b.Multi().Build(),
 		b.Time().Build(),
-		b.Hmget().Key(s.keys.box(session.Tag)).Field("s:"+session.digest(), "e").Build(),
+		b.Hmget().Key(s.keys.box(session.Tag)).Field(append([]string{"s:" + cur, "s:" + old, "e"}, fields...)...).Build(),
 		read,
 		b.Exec().Build())
 	for _, r := range res {
 		if err := r.Error(); err != nil {
-			return rueidis.RedisMessage{}, unavailable(op, err)
+			return nil, rueidis.RedisMessage{}, unavailable(op, err)
 		}
 	}
 	tx, err := res[len(res)-1].ToArray()
 	if err != nil || len(tx) != 3 {
-		return rueidis.RedisMessage{}, unavailable(op, fmt.Errorf("EXEC reply of %d items: %v", len(tx), err))
+		return nil, rueidis.RedisMessage{}, unavailable(op, fmt.Errorf("EXEC reply of %d items: %v", len(tx), err))
 	}
 	now, err := serverTime(tx[0])
 	if err != nil {
-		return rueidis.RedisMessage{}, unavailable(op, err)
+		return nil, rueidis.RedisMessage{}, unavailable(op, err)
 	}
-	if !liveSession(tx[1], now) {
-		return rueidis.RedisMessage{}, ErrSessionInvalid
+	f, err := tx[1].ToArray()
+	if err != nil || len(f) != 3+len(fields) {
+		return nil, rueidis.RedisMessage{}, unavailable(op, fmt.Errorf("HMGET reply of %d items: %v", len(f), err))
 	}
-	return tx[2], nil
+	if !liveSession(f[:3], now) {
+		return nil, rueidis.RedisMessage{}, ErrSessionInvalid
+	}
+	return f[3:], tx[2], nil
 }
 
 // serverTime parses a TIME reply.
@@ -298,13 +304,13 @@ func serverTime(m rueidis.RedisMessage) (time.Time, error) {
 }
 
 // liveSession is lib.lua's live_session for an HMGET of the box's session
-// field and "e": the session exists and the mailbox has not expired.
-func liveSession(m rueidis.RedisMessage, now time.Time) bool {
-	f, err := m.ToArray()
-	if err != nil || len(f) != 2 || f[0].IsNil() || f[1].IsNil() {
+// field under both names and "e": the session exists and the mailbox has not
+// expired.
+func liveSession(f []rueidis.RedisMessage, now time.Time) bool {
+	if f[0].IsNil() && f[1].IsNil() || f[2].IsNil() {
 		return false
 	}
-	exp, err := f[1].AsInt64()
+	exp, err := f[2].AsInt64()
 	return err == nil && exp > now.UnixMilli()
 }
 
@@ -391,23 +397,30 @@ func (s *Store) Message(ctx context.Context, session Credential, id uuid.UUID) (
 
 // MessageJSON returns one message of the session's mailbox as stored
 // (pre-encoded, bodies included), in one MULTI/EXEC like MessagesJSON: the
-// bodies hash maps the message id to its stream id and its JSON.
+// box maps the message id (its 16 bytes) to its stream id and holds its
+// JSON; a message delivered before 2026-11-25 has them in the bodies hash,
+// read in the same transaction.
 // Errors: ErrSessionInvalid, ErrMessageNotFound, ErrUnavailable.
 func (s *Store) MessageJSON(ctx context.Context, session Credential, id uuid.UUID) (Encoded, error) {
 	ids := id.String()
-	r, err := s.snapshot(ctx, "message", session,
+	f, r, err := s.snapshot(ctx, "message", session, []string{string(id[:]), string(id[:]) + "m"},
 		s.client.B().Hmget().Key(s.keys.bodies(session.Tag)).Field(ids, ids+":m").Build())
 	if err != nil {
 		return Encoded{}, err
 	}
-	f, err := r.ToArray()
-	if err != nil || len(f) != 2 {
-		return Encoded{}, unavailable("message", fmt.Errorf("HMGET reply: %v", err))
+	var sid string
+	if !f[0].IsNil() {
+		meta, _ := f[0].ToString()
+		sid, _, _ = strings.Cut(meta, " ")
+	} else { // stored before 2026-11-25: the bodies hash
+		if f, err = r.ToArray(); err != nil || len(f) != 2 {
+			return Encoded{}, unavailable("message", fmt.Errorf("HMGET reply: %v", err))
+		}
+		if f[0].IsNil() {
+			return Encoded{}, ErrMessageNotFound
+		}
+		sid, _ = f[0].ToString()
 	}
-	if f[0].IsNil() {
-		return Encoded{}, ErrMessageNotFound
-	}
-	sid, _ := f[0].ToString()
 	if f[1].IsNil() {
 		return s.messageBefore(ctx, session, id) // stored before the pre-encoded layout
 	}
@@ -418,7 +431,7 @@ func (s *Store) MessageJSON(ctx context.Context, session Credential, id uuid.UUI
 	if err != nil {
 		return Encoded{}, unavailable("message", err)
 	}
-	return Encoded{StreamID: sid, ReceivedAt: streamTime(sid), JSON: js}, nil
+	return Encoded{StreamID: sid, ReceivedAt: streamTime(sid), JSON: withID(id, js)}, nil
 }
 
 // messageBefore reads a message stored before the pre-encoded layout
@@ -426,7 +439,7 @@ func (s *Store) MessageJSON(ctx context.Context, session Credential, id uuid.UUI
 func (s *Store) messageBefore(ctx context.Context, session Credential, id uuid.UUID) (Encoded, error) {
 	t := session.Tag
 	res, err := s.scripts.message.Exec(ctx, s.client, []string{s.keys.box(t), s.keys.msgs(t), s.keys.bodies(t)},
-		[]string{session.digest(), id.String()}).ToArray()
+		[]string{session.digests(), id.String()}).ToArray()
 	if err != nil {
 		return Encoded{}, unavailable("message", err)
 	}
@@ -456,7 +469,7 @@ func (s *Store) messageBefore(ctx context.Context, session Credential, id uuid.U
 func (s *Store) DeleteMessage(ctx context.Context, session Credential, id uuid.UUID) error {
 	t := session.Tag
 	code, err := s.scripts.deleteMessage.Exec(ctx, s.client, []string{s.keys.box(t), s.keys.msgs(t), s.keys.bodies(t)},
-		[]string{session.digest(), id.String()}).AsInt64()
+		[]string{session.digests(), id.String()}).AsInt64()
 	if err != nil {
 		return unavailable("delete message", err)
 	}
@@ -506,8 +519,8 @@ func (s *Store) Exists(ctx context.Context, address string) (bool, error) {
 }
 
 // Deliver appends m to the live mailbox at address (case-insensitive) in one
-// script call: the summary to the stream, the bodies with the mailbox's
-// expiry, the oldest messages evicted while the mailbox is over its caps, and
+// script call: the summary to the stream, the message (bodies included) to
+// the box hash, the oldest messages evicted while the mailbox is over its caps, and
 // an event published on the mailbox's channel. Bodies are truncated so the
 // message fits MaxMessageBytes (HTML first, at a UTF-8 boundary).
 // Errors: ErrMailboxNotFound (no live mailbox at address), ErrUnavailable.
@@ -541,9 +554,10 @@ func (s *Store) delivery(address string, m NewMessage) (delivery, error) {
 	size := len(m.From) + len(m.Subject) + len(m.Text) + len(m.HTML)
 	id := uuid.New()
 	sum := Summary{ID: id, From: m.From, Subject: m.Subject, Status: m.Status}
+	key, oldKey := storedKey(m.Key)
 	return delivery{keys: s.keys.all(tag), sum: sum, args: []string{
-		lower, id.String(), encodeSummary(sum), encodeMessage(Message{Summary: sum, Text: m.Text, HTML: m.HTML}),
-		strconv.Itoa(size), strconv.Itoa(s.cfg.MaxMessages), strconv.Itoa(s.cfg.MaxMailboxBytes), m.Key,
+		lower, id.String(), encodeSummary(sum), withoutID(id, encodeMessage(Message{Summary: sum, Text: m.Text, HTML: m.HTML})),
+		strconv.Itoa(size), strconv.Itoa(s.cfg.MaxMessages), strconv.Itoa(s.cfg.MaxMailboxBytes), key, oldKey, string(id[:]),
 	}}, nil
 }
 

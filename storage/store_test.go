@@ -359,8 +359,9 @@ func assertSubjects(t *testing.T, f fixture, sess storage.Credential, want strin
 	}
 }
 
-// assertBoxCounters checks that the stream, the bodies hash and the counters
-// agree after evictions: nothing is left half-deleted.
+// assertBoxCounters checks that the stream, the box's message fields and the
+// counters agree after evictions: nothing is left half-deleted, and nothing
+// is left in the bodies hash of the layout before 2026-11-25.
 func assertBoxCounters(t *testing.T, f fixture, m storage.Mailbox, n int64) {
 	t.Helper()
 	ctx := ctxT(t)
@@ -368,9 +369,32 @@ func assertBoxCounters(t *testing.T, f fixture, m storage.Mailbox, n int64) {
 	count, _ := f.client.Do(ctx, f.client.B().Hget().Key(box).Field("n").Build()).AsInt64()
 	xlen, _ := f.client.Do(ctx, f.client.B().Xlen().Key(msgs).Build()).AsInt64()
 	hlen, _ := f.client.Do(ctx, f.client.B().Hlen().Key(bodies).Build()).AsInt64()
-	if count != n || xlen != n || hlen != 3*n { // per message: its stream id, its JSON, its size
-		t.Errorf("counter n=%d, stream len %d, bodies fields %d; want %d, %d, %d", count, xlen, hlen, n, n, 3*n)
+	metas, jsons, _ := boxMessageFields(t, f, box)
+	if count != n || xlen != n || metas != n || jsons != n || hlen != 0 {
+		t.Errorf("counter n=%d, stream len %d, box message fields %d and %d, bodies fields %d; want %d, %d, %d, %d, 0",
+			count, xlen, metas, jsons, hlen, n, n, n, n)
 	}
+}
+
+// boxMessageFields counts the box's message fields: <id> (the id's 16
+// bytes: stream id, size, key), <id>m (JSON) and d:<key>, by their lengths.
+func boxMessageFields(t *testing.T, f fixture, box string) (metas, jsons, keys int64) {
+	t.Helper()
+	names, err := f.client.Do(ctxT(t), f.client.B().Hkeys().Key(box).Build()).AsStrSlice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		switch {
+		case len(name) == 18 && strings.HasPrefix(name, "d:"):
+			keys++
+		case len(name) == 16:
+			metas++
+		case len(name) == 17 && strings.HasSuffix(name, "m"):
+			jsons++
+		}
+	}
+	return metas, jsons, keys
 }
 
 func TestExtendMovesEveryKey(t *testing.T) {
@@ -390,8 +414,8 @@ func TestExtendMovesEveryKey(t *testing.T) {
 		t.Errorf("ExpiresAt = %v, want %v", got.ExpiresAt, want)
 	}
 	ttls := f.pttls(t)
-	if len(ttls) != 3 {
-		t.Fatalf("keys = %v, want box, msgs and bodies", ttls)
+	if len(ttls) != 2 {
+		t.Fatalf("keys = %v, want box and msgs", ttls)
 	}
 	for k, ms := range ttls {
 		left := time.Until(got.ExpiresAt).Milliseconds()
@@ -421,8 +445,8 @@ func TestDestroyRemovesEveryKey(t *testing.T) {
 	m, scoped, sess := f.open(t, 10*time.Minute)
 	f.deliver(t, m.Address, "a")
 	msg := f.deliver(t, m.Address, "b")
-	if n := len(storagetest.Leftovers(t, f.prefix)); n != 3 {
-		t.Fatalf("%d keys before destroy, want 3", n)
+	if n := len(storagetest.Leftovers(t, f.prefix)); n != 2 {
+		t.Fatalf("%d keys before destroy, want 2 (box and msgs)", n)
 	}
 	owner, err := f.store.Destroy(ctx, sess)
 	if err != nil || owner != "owner-1" {
@@ -485,21 +509,21 @@ func TestExpiryRemovesEverything(t *testing.T) {
 	}
 }
 
-func TestEventsPublishedOnDeliverAndDestroy(t *testing.T) {
-	f := newFixture(t, storage.Config{})
-	ctx := ctxT(t)
-	m, _, sess := f.open(t, 10*time.Minute)
-	got := make(chan string, 4)
+// subscribe subscribes to the events channel of the mailbox with tag until
+// ctx ends and returns once the subscription is live. Probes it published
+// to find that out may still arrive as "probe".
+func subscribe(ctx context.Context, f fixture, tag string) <-chan string {
+	got := make(chan string, 16)
 	subscribed := make(chan struct{})
 	go func() {
-		_ = f.client.Receive(ctx, f.client.B().Ssubscribe().Channel(f.store.Channel(m.Tag())).Build(), func(msg rueidis.PubSubMessage) {
+		_ = f.client.Receive(ctx, f.client.B().Ssubscribe().Channel(f.store.Channel(tag)).Build(), func(msg rueidis.PubSubMessage) {
 			got <- msg.Message
 		})
 	}()
 	// Wait until the subscription is live: publish probes until one arrives.
 	go func() {
 		for ctx.Err() == nil {
-			f.client.Do(ctx, f.client.B().Spublish().Channel(f.store.Channel(m.Tag())).Message("probe").Build())
+			f.client.Do(ctx, f.client.B().Spublish().Channel(f.store.Channel(tag)).Message("probe").Build())
 			select {
 			case <-subscribed:
 				return
@@ -513,6 +537,14 @@ func TestEventsPublishedOnDeliverAndDestroy(t *testing.T) {
 			break
 		}
 	}
+	return got
+}
+
+func TestEventsPublishedOnDeliverAndDestroy(t *testing.T) {
+	f := newFixture(t, storage.Config{})
+	ctx := ctxT(t)
+	m, _, sess := f.open(t, 10*time.Minute)
+	got := subscribe(ctx, f, m.Tag())
 	s := f.deliver(t, m.Address, "evented")
 	if _, err := f.store.Destroy(ctx, sess); err != nil {
 		t.Fatal(err)

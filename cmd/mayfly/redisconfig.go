@@ -16,12 +16,12 @@ import (
 // refuses a bad MAYFLY_* setting, but without refusing: a different value
 // costs memory, not correctness.
 //
-//   - hash-max-listpack-value 4096, hash-max-listpack-entries 32: a mailbox's
-//     box hash (a session field is 66 bytes, over the default 64) and the
-//     bodies hash of a mailbox with up to 8 messages of up to ~4 KiB stay
-//     listpacks, a few hundred bytes smaller than a hash table each; past 32
-//     fields a hash converts, so no listpack grows past ~128 KiB and a full
-//     mailbox's writes never move large listpacks.
+//   - hash-max-listpack-value 4096, hash-max-listpack-entries 48: a mailbox's
+//     box hash, which holds its messages too (3 fields each), stays a
+//     listpack up to 12 messages of up to ~4 KiB, a few hundred bytes
+//     smaller than a hash table; past 48 fields a hash converts, so no
+//     listpack grows past ~192 KiB and a full mailbox's writes never move
+//     large listpacks.
 //   - stream-node-max-bytes 256: Redis 7 allocates a new stream node at
 //     min(4096, this) bytes, so a mailbox with one message no longer pays
 //     4 KiB for its stream.
@@ -29,7 +29,7 @@ import (
 //     evicting the keys of live mailboxes.
 var redisSettings = []struct{ name, want string }{
 	{"hash-max-listpack-value", "4096"},
-	{"hash-max-listpack-entries", "32"},
+	{"hash-max-listpack-entries", "48"},
 	{"stream-node-max-bytes", "256"},
 	{"maxmemory-policy", "noeviction"},
 }

@@ -54,7 +54,7 @@ func TestRedisSettingsWarnWhenTheyDiffer(t *testing.T) {
 	}
 	defer client.Close()
 	// One setting as Mayfly wants it: no warning for it.
-	if err := client.Do(context.Background(), client.B().ConfigSet().ParameterValue().ParameterValue("hash-max-listpack-entries", "32").Build()).Error(); err != nil {
+	if err := client.Do(context.Background(), client.B().ConfigSet().ParameterValue().ParameterValue("hash-max-listpack-entries", "48").Build()).Error(); err != nil {
 		t.Fatal(err)
 	}
 	var logs bytes.Buffer

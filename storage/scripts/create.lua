@@ -1,6 +1,7 @@
 -- create.lua: create a mailbox.
 -- KEYS: box, msgs, bodies, events (all of one mailbox tag)
--- ARGV: id (uuid), address, lifetime ms, max lifetime ms, scoped digest, owner
+-- ARGV: id (uuid), address, lifetime ms, max lifetime ms, scoped digest
+--       (16 bytes, see lib.lua), owner
 -- Reply: {1, created ms, expires ms, max expires ms, node id}, or {0, node id}
 -- when the tag is taken (node id: see node_id in lib.lua).
 if redis.call('EXISTS', KEYS[1]) == 1 then return {0, node_id()} end

@@ -1,54 +1,62 @@
 -- deliver.lua: append one message to a live mailbox.
 -- KEYS: box, msgs, bodies, events
 -- ARGV: recipient address (lower case), message id, summary JSON, message
---       JSON (see storage/encode.go), size (bytes counted against the
---       mailbox), max messages, max mailbox bytes, delivery key (sha256 hex
---       of the raw message, or empty: no deduplication)
+--       JSON without its id member (see storage/encode.go), size (bytes
+--       counted against the mailbox), max messages, max mailbox bytes,
+--       delivery key as stored (16 bytes of the SHA-256 of the raw message,
+--       or empty: no deduplication), the same key as mailboxes stored
+--       before 2026-11-25 hold it (64 hex digits), the message id's 16
+--       bytes (see id_bytes in lib.lua)
 -- Reply: {1, stream id, message id, node id} delivered; {2, stream id,
 --        message id, node id} the message with that delivery key is still
 --        stored, so nothing was (the reply names that one); {0, node id} no
 --        live mailbox at that address (node id: see node_id in lib.lua).
 -- The stream entry is {j = summary JSON}, nothing else, so a page of the
--- list is one value per message; the bodies hash gets <id> = stream id,
--- <id>:m = message JSON and <id>:k = "<size> <key>" (for drop_message). The delivery
--- key is a bodies field 'd:<key>' = message id, dropped with its message
--- (drop_message), so the dedupe window is the stored life of the first copy.
--- A duplicate still writes (it re-sets that field), so that a WAIT after
--- this call covers the first copy's replication too.
+-- list is one value per message; the box gets <id> = "<stream id> <size>
+-- <key>" (for drop_message), <id>m = message JSON and d:<key> = stream id
+-- (<id>: the id's 16 bytes):
+-- the delivery key is dropped with its message (drop_message), so the
+-- dedupe window is the stored life of the first copy. Messages delivered
+-- before 2026-11-25 are in the bodies hash (<id> = stream id, <id>:m,
+-- <id>:k = "<size> <key>", d:<key> = id); their keys are looked up there
+-- too while it exists.
+-- A duplicate still writes (it re-sets its key's field), so that a WAIT
+-- after this call covers the first copy's replication too.
 -- Evicts the oldest messages while a cap is exceeded, then publishes
 -- {"type":"message","sid":…,"node":<node id>,"summary":<summary JSON>} on
 -- the events channel. The node id lets an open stream tell that the node
 -- answering for the mailbox changed (edge/events.go); the edge re-encodes
 -- the summary for its clients, so the field never reaches them.
 -- It is the one call of a delivery, so it makes as few calls of its own as
--- it can: one read of the box, one write of its counters, and the stream and
--- bodies expiries set only when the mailbox held no message (otherwise they
--- exist with the mailbox's expiry already).
+-- it can: one read of the box, one write of the message with its counters,
+-- and the stream's expiry set only when the mailbox held no message
+-- (otherwise it exists with the mailbox's expiry already).
 local now = now_ms()
 local f = redis.call('HMGET', KEYS[1], 'a', 'e', 'n', 'b')
 if not f[1] or f[1] ~= ARGV[1] or tonumber(f[2]) <= now then return {0, node_id()} end
 local exp = tonumber(f[2])
 local key = ARGV[8]
 if key ~= '' then
-  local first = redis.call('HGET', KEYS[3], 'd:' .. key)
-  local firstsid = first and redis.call('HGET', KEYS[3], first)
-  if firstsid then
-    redis.call('HSET', KEYS[3], 'd:' .. key, first)
-    return {2, firstsid, first, node_id()}
+  local firstsid = redis.call('HGET', KEYS[1], 'd:' .. key)
+  local e = firstsid and redis.call('XRANGE', KEYS[2], firstsid, firstsid)
+  if e and #e > 0 then
+    redis.call('HSET', KEYS[1], 'd:' .. key, firstsid)
+    return {2, firstsid, entry_id(e[1][2]), node_id()}
+  end
+  if redis.call('EXISTS', KEYS[3]) == 1 then
+    local old = 'd:' .. ARGV[9]
+    local first = redis.call('HGET', KEYS[3], old)
+    firstsid = first and redis.call('HGET', KEYS[3], first)
+    if firstsid then
+      redis.call('HSET', KEYS[3], old, first)
+      return {2, firstsid, first, node_id()}
+    end
   end
 end
-local id = ARGV[2]
+local id, idb = ARGV[2], ARGV[10]
 local sid = redis.call('XADD', KEYS[2], '*', 'j', ARGV[3])
-if key ~= '' then
-  redis.call('HSET', KEYS[3], id, sid, id .. ':m', ARGV[4], id .. ':k', ARGV[5] .. ' ' .. key, 'd:' .. key, id)
-else
-  redis.call('HSET', KEYS[3], id, sid, id .. ':m', ARGV[4], id .. ':k', ARGV[5])
-end
 local n, b = (tonumber(f[3]) or 0), (tonumber(f[4]) or 0)
-if n <= 0 then
-  redis.call('PEXPIREAT', KEYS[2], exp)
-  redis.call('PEXPIREAT', KEYS[3], exp)
-end
+if n <= 0 then redis.call('PEXPIREAT', KEYS[2], exp) end
 n, b = n + 1, b + tonumber(ARGV[5])
 local maxn, maxb = tonumber(ARGV[6]), tonumber(ARGV[7])
 while n > maxn or b > maxb do
@@ -57,7 +65,11 @@ while n > maxn or b > maxb do
   n = n - 1
   b = b - drop_message(old[1][1], old[1][2], true)
 end
-redis.call('HSET', KEYS[1], 'n', n, 'b', b)
+if key ~= '' then
+  redis.call('HSET', KEYS[1], idb, sid .. ' ' .. ARGV[5] .. ' ' .. key, idb .. 'm', ARGV[4], 'd:' .. key, sid, 'n', n, 'b', b)
+else
+  redis.call('HSET', KEYS[1], idb, sid .. ' ' .. ARGV[5], idb .. 'm', ARGV[4], 'n', n, 'b', b)
+end
 local node = node_id()
 redis.call('SPUBLISH', KEYS[4], '{"type":"message","sid":"' .. sid .. '","node":"' .. node .. '","summary":' .. ARGV[3] .. '}')
 return {1, sid, id, node}

@@ -1,6 +1,6 @@
 -- destroy.lua: delete a mailbox and all its messages.
 -- KEYS: box, msgs, bodies, events
--- ARGV: session digest
+-- ARGV: session (see digests in lib.lua)
 -- Reply: {1, owner}, or {0} when the session is invalid.
 -- Publishes {"type":"deleted"} on the events channel so open streams end.
 local m = live_session(KEYS[1], ARGV[1], now_ms())

@@ -1,6 +1,6 @@
 -- extend.lua: push a mailbox's expiry later, never past its max expiry.
 -- KEYS: box, msgs, bodies, events
--- ARGV: session digest, extension ms
+-- ARGV: session (see digests in lib.lua), extension ms
 -- Reply: {1, id, address, created, expires, max, owner}, or {0} when the session
 -- is invalid. Publishes {"type":"extended","expires":ms} on the events channel.
 local m = live_session(KEYS[1], ARGV[1], now_ms())

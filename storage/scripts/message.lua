@@ -2,7 +2,7 @@
 -- pre-encoded layout (fields i, f, s, t, z and bodies <id>:t, <id>:h); Store
 -- reads the current layout without a script (see MessageJSON).
 -- KEYS: box, msgs, bodies
--- ARGV: session digest, message id
+-- ARGV: session (see digests in lib.lua), message id
 -- Reply: {1, stream id, {field, value, ...}, text, html}; {0} when the session
 -- is invalid; {2} when the mailbox has no such message.
 if not live_session(KEYS[1], ARGV[1], now_ms()) then return {0} end

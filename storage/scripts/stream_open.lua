@@ -2,7 +2,7 @@
 -- stream takes over: its token is stored and published, so an older stream
 -- of this mailbox on any node ends (newest wins).
 -- KEYS: box, msgs, bodies, events
--- ARGV: session digest, stream token, Last-Event-ID message id ('' = none),
+-- ARGV: session (see digests in lib.lua), stream token, Last-Event-ID message id ('' = none),
 --       max entries to replay
 -- Reply: {0} session invalid; else {1, id, address, created, expires, max,
 --        last stream id ('0-0' when empty), node id (see node_id in
@@ -17,7 +17,7 @@ redis.call('HSET', KEYS[1], 'st', ARGV[2])
 redis.call('SPUBLISH', KEYS[4], cjson.encode({type = 'takeover', token = ARGV[2]}))
 local out = {1, m[1], m[2], m[3], m[4], m[5], '0-0', node_id()}
 local after = false
-if ARGV[3] ~= '' then after = redis.call('HGET', KEYS[3], ARGV[3]) end
+if ARGV[3] ~= '' then after = message_sid(ARGV[3]) end
 if after then
   out[7] = after
   local entries = redis.call('XRANGE', KEYS[2], '(' .. after, '+', 'COUNT', tonumber(ARGV[4]))

@@ -1,7 +1,7 @@
 -- stream_read.lua: what an open event stream has not sent yet. Run after a
 -- (re)subscription, when a publication may have been missed.
 -- KEYS: box, msgs
--- ARGV: session digest, stream token, last stream id sent, max entries
+-- ARGV: session (see digests in lib.lua), stream token, last stream id sent, max entries
 -- Reply: {0} session invalid (mailbox expired or deleted); {2} a newer stream
 --        took over; else {1, expires ms, node id, entry, ...} with the
 --        entries after the last one sent (node id: see node_id in lib.lua).

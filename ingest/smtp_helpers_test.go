@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -243,12 +244,27 @@ func converse(t *testing.T, addr string, script []step) string {
 	return transcript.String()
 }
 
+// forbiddenRE matches each forbidden text as a word of its own (not inside
+// a longer run of letters and digits), case-insensitively: a reply that
+// echoes a random mailbox address such as 55k1rxeofn…@ must not match "EOF".
+var forbiddenRE = func() []*regexp.Regexp {
+	out := make([]*regexp.Regexp, len(forbidden))
+	for i, f := range forbidden {
+		re := `(?i)(^|[^a-z0-9])` + regexp.QuoteMeta(f)
+		if c := f[len(f)-1]; c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' {
+			re += `($|[^a-z0-9])`
+		}
+		out[i] = regexp.MustCompile(re)
+	}
+	return out
+}()
+
 // assertNoInternalText fails if a reply carries Redis or Go error text.
 func assertNoInternalText(t testing.TB, transcript string) {
 	t.Helper()
-	for _, f := range forbidden {
-		if strings.Contains(strings.ToLower(transcript), strings.ToLower(f)) {
-			t.Errorf("transcript holds %q:\n%s", f, transcript)
+	for i, re := range forbiddenRE {
+		if re.MatchString(transcript) {
+			t.Errorf("transcript holds %q:\n%s", forbidden[i], transcript)
 		}
 	}
 }
@@ -327,4 +343,27 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.String()
+}
+
+// TestForbiddenTextIsWordBounded: an address that happens to spell a
+// forbidden word inside it is not internal text; the word itself is.
+func TestForbiddenTextIsWordBounded(t *testing.T) {
+	matches := func(s string) bool {
+		for _, re := range forbiddenRE {
+			if re.MatchString(s) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, s := range []string{"250 2.1.5 <55k1rxeofn7q@mayfly.test> OK", "250 2.0.0 queued as credistag", "554 5.5.0 deadlines"} {
+		if matches(s) {
+			t.Errorf("%q matched a forbidden text", s)
+		}
+	}
+	for _, s := range []string{"451 4.3.0 unexpected EOF", "421 redis: down", "451 ERR wrong", "550 storage: gone", "451 context deadline exceeded", "451 read: i/o timeout"} {
+		if !matches(s) {
+			t.Errorf("%q matched no forbidden text", s)
+		}
+	}
 }

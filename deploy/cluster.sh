@@ -240,6 +240,32 @@ wait_replicas_synced() {
 	return 1
 }
 
+# wait_roles_known WANT PORT...: waits until every node's CLUSTER NODES
+# lists WANT replicas, each with its primary, and no node flagged failing.
+# Replicas join as empty primaries and become replicas by CLUSTER
+# REPLICATE, which the other nodes learn by gossip after the sync is done:
+# until then a node's view names a primary without its replica, and a
+# drill that asks a primary for its replicas (or a node that asks whom a
+# write must wait for) finds none.
+wait_roles_known() {
+	local want=$1 port nodes ok i
+	shift
+	for ((i = 0; i < 300; i++)); do
+		ok=1
+		for port in "$@"; do
+			nodes=$(redis_cli -h 127.0.0.1 -p "$port" cluster nodes 2>/dev/null | tr -d '\r')
+			if (($(awk '$3 ~ /slave/ && $4 != "-"' <<<"$nodes" | wc -l) != want)) ||
+				awk '$3 ~ /fail/ {bad = 1} END {exit !bad}' <<<"$nodes"; then
+				ok=
+				break
+			fi
+		done
+		[[ -n $ok ]] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 # up_failed: the EXIT trap of `up` until the cluster is ready.
 up_failed() {
 	local rc=$?
@@ -302,6 +328,8 @@ cmd_up() {
 		die "cluster did not reach cluster_state:ok within 30 s; logs in $dir"
 	((REPLICAS == 0)) || wait_replicas_synced "${ports[@]}" ||
 		die "replicas did not finish their first sync within 30 s; logs in $dir"
+	((REPLICAS == 0)) || wait_roles_known $((${#ports[@]} * REPLICAS / (REPLICAS + 1))) "${ports[@]}" ||
+		die "not every node lists every replica with its primary within 30 s; logs in $dir"
 
 	addrs=$(
 		IFS=,

@@ -35,7 +35,9 @@ if sn > tonumber(ARGV[4]) then
     cursor = r[1]
     for i = 1, #r[2], 2 do
       local name = r[2][i]
-      if name ~= mine then
+      -- A session field is s: and a 16-byte or 64-hex digest; a message's
+      -- field named by its id's 16 bytes may start with s: too.
+      if name ~= mine and (#name == 18 or #name == 66) then
         local t = tonumber(r[2][i + 1])
         if t and (not at or t < at) then oldest, at = name, t end
       end

@@ -199,63 +199,15 @@ start_node() {
 	die "could not start a redis-server; logs in $dir"
 }
 
-# wait_cluster_ok PORT...: waits until every node sees all slots served and
-# all nodes known, which is what a client's first CLUSTER SLOTS needs.
-wait_cluster_ok() {
-	local port info ok i
-	for ((i = 0; i < 300; i++)); do
-		ok=1
-		for port in "$@"; do
-			info=$(redis_cli -h 127.0.0.1 -p "$port" cluster info 2>/dev/null | tr -d '\r')
-			if ! grep -qx 'cluster_state:ok' <<<"$info" ||
-				! grep -qx 'cluster_slots_ok:16384' <<<"$info" ||
-				! grep -qx "cluster_known_nodes:$#" <<<"$info"; then
-				ok=
-				break
-			fi
-		done
-		[[ -n $ok ]] && return 0
-		sleep 0.1
-	done
-	return 1
-}
-
-# wait_replicas_synced PORT...: waits until every replica's link to its
-# primary is up and its first sync is done.
-wait_replicas_synced() {
-	local port info ok i
-	for ((i = 0; i < 300; i++)); do
-		ok=1
-		for port in "$@"; do
-			info=$(redis_cli -h 127.0.0.1 -p "$port" info replication 2>/dev/null | tr -d '\r')
-			if grep -qx 'role:slave' <<<"$info" &&
-				{ ! grep -qx 'master_link_status:up' <<<"$info" || ! grep -qx 'master_sync_in_progress:0' <<<"$info"; }; then
-				ok=
-				break
-			fi
-		done
-		[[ -n $ok ]] && return 0
-		sleep 0.1
-	done
-	return 1
-}
-
-# wait_roles_known WANT PORT...: waits until every node's CLUSTER NODES
-# lists WANT replicas, each with its primary, and no node flagged failing.
-# Replicas join as empty primaries and become replicas by CLUSTER
-# REPLICATE, which the other nodes learn by gossip after the sync is done:
-# until then a node's view names a primary without its replica, and a
-# drill that asks a primary for its replicas (or a node that asks whom a
-# write must wait for) finds none.
-wait_roles_known() {
-	local want=$1 port nodes ok i
+# wait_every_node CHECK PORT...: polls for up to 30 s until CHECK PORT
+# succeeds for every port.
+wait_every_node() {
+	local check=$1 port ok i
 	shift
 	for ((i = 0; i < 300; i++)); do
 		ok=1
 		for port in "$@"; do
-			nodes=$(redis_cli -h 127.0.0.1 -p "$port" cluster nodes 2>/dev/null | tr -d '\r')
-			if (($(awk '$3 ~ /slave/ && $4 != "-"' <<<"$nodes" | wc -l) != want)) ||
-				awk '$3 ~ /fail/ {bad = 1} END {exit !bad}' <<<"$nodes"; then
+			if ! "$check" "$port"; then
 				ok=
 				break
 			fi
@@ -264,6 +216,39 @@ wait_roles_known() {
 		sleep 0.1
 	done
 	return 1
+}
+
+# cluster_ok_at PORT: the node sees all slots served and all $known_nodes
+# nodes, which is what a client's first CLUSTER SLOTS needs.
+cluster_ok_at() {
+	local info
+	info=$(redis_cli -h 127.0.0.1 -p "$1" cluster info 2>/dev/null | tr -d '\r')
+	grep -qx 'cluster_state:ok' <<<"$info" &&
+		grep -qx 'cluster_slots_ok:16384' <<<"$info" &&
+		grep -qx "cluster_known_nodes:$known_nodes" <<<"$info"
+}
+
+# synced_at PORT: the node is a primary, or a replica whose link to its
+# primary is up and whose first sync is done.
+synced_at() {
+	local info
+	info=$(redis_cli -h 127.0.0.1 -p "$1" info replication 2>/dev/null | tr -d '\r')
+	! grep -qx 'role:slave' <<<"$info" ||
+		{ grep -qx 'master_link_status:up' <<<"$info" && grep -qx 'master_sync_in_progress:0' <<<"$info"; }
+}
+
+# roles_known_at PORT: the node's CLUSTER NODES lists $known_replicas
+# replicas, each with its primary, and no node flagged failing. Replicas
+# join as empty primaries and become replicas by CLUSTER REPLICATE, which
+# the other nodes learn by gossip after the sync is done: until then a
+# node's view names a primary without its replica, and a drill that asks a
+# primary for its replicas (or a node that asks whom a write must wait
+# for) finds none.
+roles_known_at() {
+	local nodes
+	nodes=$(redis_cli -h 127.0.0.1 -p "$1" cluster nodes 2>/dev/null | tr -d '\r')
+	(($(awk '$3 ~ /slave/ && $4 != "-"' <<<"$nodes" | wc -l) == known_replicas)) &&
+		! awk '$3 ~ /fail/ {bad = 1} END {exit !bad}' <<<"$nodes"
 }
 
 # up_failed: the EXIT trap of `up` until the cluster is ready.
@@ -279,7 +264,7 @@ up_failed() {
 }
 
 cmd_up() {
-	local dir addrs port n ports=() hostports=()
+	local dir addrs port n ports=() hostports=() known_nodes known_replicas
 	if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then
 		die "redis-server and redis-cli are needed: run deploy/install-deps.sh"
 	fi
@@ -324,11 +309,12 @@ cmd_up() {
 	redis_cli --cluster create "${hostports[@]}" --cluster-replicas "$REPLICAS" --cluster-yes \
 		>"$dir/create.log" 2>&1 ||
 		die "redis-cli --cluster create failed: $(tail -n 5 "$dir/create.log")"
-	wait_cluster_ok "${ports[@]}" ||
+	known_nodes=${#ports[@]} known_replicas=$((${#ports[@]} * REPLICAS / (REPLICAS + 1)))
+	wait_every_node cluster_ok_at "${ports[@]}" ||
 		die "cluster did not reach cluster_state:ok within 30 s; logs in $dir"
-	((REPLICAS == 0)) || wait_replicas_synced "${ports[@]}" ||
+	((REPLICAS == 0)) || wait_every_node synced_at "${ports[@]}" ||
 		die "replicas did not finish their first sync within 30 s; logs in $dir"
-	((REPLICAS == 0)) || wait_roles_known $((${#ports[@]} * REPLICAS / (REPLICAS + 1))) "${ports[@]}" ||
+	((REPLICAS == 0)) || wait_every_node roles_known_at "${ports[@]}" ||
 		die "not every node lists every replica with its primary within 30 s; logs in $dir"
 
 	addrs=$(

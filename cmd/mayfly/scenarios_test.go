@@ -222,9 +222,12 @@ func TestScenarioParallelCreates(t *testing.T) {
 }
 
 // TestScenarioEdgeRestartMidWait — scenario: edge-restart-mid-wait
-// The node stops while a wait runs and stays down 6 s (its ports refuse
-// connections; Redis and the inbox stay), starts again on the same ports,
-// then the mail is sent: the wait returns it.
+// The node stops while a wait runs and stays down ~3 s, as
+// clients/SCENARIOS.md says (its ports refuse connections; Redis and the
+// inbox stay), starts again on the same ports, then the mail is sent: the
+// wait returns it. The client's default unreachable budget is 10 s: the
+// node's stop and start add seconds on a loaded machine (down 6 s, this
+// test once met the budget in CI), so the outage stays well under it.
 func TestScenarioEdgeRestartMidWait(t *testing.T) {
 	t.Parallel()
 	s, ctx, in := scenarioInbox(t, 60*time.Second)
@@ -239,15 +242,15 @@ func TestScenarioEdgeRestartMidWait(t *testing.T) {
 		done <- result{msg, err}
 	}()
 	time.Sleep(time.Second) // the wait follows the stream
-	s.stop()
 	down := time.Now()
+	s.stop()
 	if _, err := http.Get(s.api + "/domains"); err == nil {
 		t.Fatal("the stopped node still answers")
 	}
 	select {
 	case r := <-done:
 		t.Fatalf("the wait ended while the node was down: %+v, %v", r.msg.Subject, r.err)
-	case <-time.After(6 * time.Second):
+	case <-time.After(3*time.Second - time.Since(down)):
 	}
 	s.start()
 	t.Logf("node down for %v", time.Since(down).Round(time.Millisecond))

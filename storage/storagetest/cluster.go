@@ -60,7 +60,58 @@ func StartCluster(t testing.TB, masters, replicas int) *Cluster {
 	}
 	c.WaitOK(30 * time.Second)
 	c.waitReplicasInSync(replicas > 0, 30*time.Second)
+	c.waitRolesKnown(masters*replicas, 30*time.Second)
 	return c
+}
+
+// waitRolesKnown waits until every node's CLUSTER NODES lists n replicas,
+// each with its primary, and flags no node failing. Replicas join as empty
+// primaries and become replicas by CLUSTER REPLICATE, which the other nodes
+// (the primary among them) learn by gossip, possibly after the sync is up:
+// until then ReplicasOf may find none, and a write may not know to wait.
+// deploy/cluster.sh up waits for the same (roles_known_at).
+func (c *Cluster) waitRolesKnown(n int, within time.Duration) {
+	c.t.Helper()
+	if n == 0 {
+		return
+	}
+	deadline := time.Now().Add(within)
+	for {
+		ok := true
+		for a := range c.nodes {
+			out, err := c.cli(a, "CLUSTER", "NODES")
+			if err != nil || !rolesKnown(out, n) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("not every node lists %d replicas with their primaries after %v", n, within)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// rolesKnown reports whether a CLUSTER NODES reply lists n replicas with a
+// primary each and no node flagged failing (fail or fail?).
+func rolesKnown(nodes string, n int) bool {
+	replicas := 0
+	for line := range strings.Lines(nodes) {
+		f := strings.Fields(line)
+		if len(f) < 4 {
+			continue
+		}
+		if strings.Contains(f[2], "fail") {
+			return false
+		}
+		if strings.Contains(f[2], "slave") && f[3] != "-" {
+			replicas++
+		}
+	}
+	return replicas == n
 }
 
 // waitReplicasInSync waits until every replica's link to its primary is up.

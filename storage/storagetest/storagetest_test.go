@@ -196,3 +196,31 @@ func TestAddrsFromEnv(t *testing.T) {
 		})
 	}
 }
+
+// A node's view counts only replicas that name their primary, and any
+// failing flag means the view is not settled yet.
+func TestRolesKnown(t *testing.T) {
+	const (
+		primary  = "aaa 127.0.0.1:1@11 myself,master - 0 0 1 connected 0-8191\n"
+		primary2 = "bbb 127.0.0.1:2@12 master - 0 0 2 connected 8192-16383\n"
+		replica  = "ccc 127.0.0.1:3@13 slave aaa 0 0 1 connected\n"
+		joining  = "ddd 127.0.0.1:4@14 master - 0 0 0 connected\n" // CLUSTER REPLICATE not yet gossiped
+		replica2 = "ddd 127.0.0.1:4@14 slave bbb 0 0 2 connected\n"
+		pfail    = "ddd 127.0.0.1:4@14 slave,fail? bbb 0 0 2 connected\n"
+	)
+	for _, c := range []struct {
+		nodes string
+		n     int
+		want  bool
+	}{
+		{primary + primary2 + replica + replica2, 2, true},
+		{primary + primary2 + replica + joining, 2, false},
+		{primary + primary2 + replica + pfail, 2, false},
+		{primary + primary2 + replica, 1, true},
+		{primary + primary2 + replica + replica2, 1, false},
+	} {
+		if got := rolesKnown(c.nodes, c.n); got != c.want {
+			t.Errorf("rolesKnown(%q, %d) = %v, want %v", c.nodes, c.n, got, c.want)
+		}
+	}
+}

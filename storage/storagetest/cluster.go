@@ -59,37 +59,42 @@ func StartCluster(t testing.TB, masters, replicas int) *Cluster {
 		t.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
 	}
 	c.WaitOK(30 * time.Second)
-	c.waitReplicasInSync(replicas > 0, 30*time.Second)
-	c.waitRolesKnown(masters*replicas, 30*time.Second)
+	if replicas > 0 {
+		c.waitEveryNode("has its replication link up", 30*time.Second, func(a string) bool {
+			out, err := c.cli(a, "INFO", "replication")
+			return err == nil && (!strings.Contains(out, "role:slave") || strings.Contains(out, "master_link_status:up"))
+		})
+		// Replicas join as empty primaries and become replicas by CLUSTER
+		// REPLICATE, which the other nodes (the primary among them) learn
+		// by gossip, possibly after the sync is up: until then ReplicasOf
+		// may find none, and a write may not know to wait. deploy/cluster.sh
+		// up waits for the same (roles_known_at).
+		c.waitEveryNode(fmt.Sprintf("lists %d replicas with their primaries", masters*replicas), 30*time.Second, func(a string) bool {
+			out, err := c.cli(a, "CLUSTER", "NODES")
+			return err == nil && rolesKnown(out, masters*replicas)
+		})
+	}
 	return c
 }
 
-// waitRolesKnown waits until every node's CLUSTER NODES lists n replicas,
-// each with its primary, and flags no node failing. Replicas join as empty
-// primaries and become replicas by CLUSTER REPLICATE, which the other nodes
-// (the primary among them) learn by gossip, possibly after the sync is up:
-// until then ReplicasOf may find none, and a write may not know to wait.
-// deploy/cluster.sh up waits for the same (roles_known_at).
-func (c *Cluster) waitRolesKnown(n int, within time.Duration) {
+// waitEveryNode waits until ok holds for every live node, or fails the test
+// after within saying which condition did not hold.
+func (c *Cluster) waitEveryNode(what string, within time.Duration, ok func(addr string) bool) {
 	c.t.Helper()
-	if n == 0 {
-		return
-	}
 	deadline := time.Now().Add(within)
 	for {
-		ok := true
+		all := true
 		for a := range c.nodes {
-			out, err := c.cli(a, "CLUSTER", "NODES")
-			if err != nil || !rolesKnown(out, n) {
-				ok = false
+			if !ok(a) {
+				all = false
 				break
 			}
 		}
-		if ok {
+		if all {
 			return
 		}
 		if time.Now().After(deadline) {
-			c.t.Fatalf("not every node lists %d replicas with their primaries after %v", n, within)
+			c.t.Fatalf("not every node %s after %v", what, within)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -112,32 +117,6 @@ func rolesKnown(nodes string, n int) bool {
 		}
 	}
 	return replicas == n
-}
-
-// waitReplicasInSync waits until every replica's link to its primary is up.
-func (c *Cluster) waitReplicasInSync(any bool, within time.Duration) {
-	c.t.Helper()
-	if !any {
-		return
-	}
-	deadline := time.Now().Add(within)
-	for {
-		ok := true
-		for a := range c.nodes {
-			out, err := c.cli(a, "INFO", "replication")
-			if err != nil || strings.Contains(out, "role:slave") && !strings.Contains(out, "master_link_status:up") {
-				ok = false
-				break
-			}
-		}
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			c.t.Fatalf("replicas not in sync after %v", within)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }
 
 // Client returns a client of the cluster as Mayfly builds it
@@ -265,24 +244,10 @@ func (c *Cluster) Kill(addr string) {
 // WaitOK waits until every live node reports cluster_state:ok.
 func (c *Cluster) WaitOK(within time.Duration) {
 	c.t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		ok := true
-		for a := range c.nodes {
-			out, err := c.cli(a, "CLUSTER", "INFO")
-			if err != nil || !strings.Contains(out, "cluster_state:ok") {
-				ok = false
-				break
-			}
-		}
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			c.t.Fatalf("cluster not ok after %v", within)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	c.waitEveryNode("reports cluster_state:ok", within, func(a string) bool {
+		out, err := c.cli(a, "CLUSTER", "INFO")
+		return err == nil && strings.Contains(out, "cluster_state:ok")
+	})
 }
 
 // Redis runs one command with redis-cli on the node at addr and returns its

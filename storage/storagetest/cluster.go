@@ -24,17 +24,23 @@ type Cluster struct {
 	t     testing.TB
 	dir   string
 	nodes map[string]*exec.Cmd // addr → its redis-server
+	// exited is closed when the redis-server of addr has exited (and
+	// been waited for).
+	exited map[string]chan struct{}
 }
 
-// StartCluster starts masters primaries with replicas replicas each, with a
-// one-second node timeout so a killed primary fails over within seconds.
-func StartCluster(t testing.TB, masters, replicas int) *Cluster {
-	t.Helper()
-	c := &Cluster{t: t, dir: t.TempDir(), nodes: map[string]*exec.Cmd{}}
-	t.Cleanup(c.stop)
-	var addrs []string
-	for range masters * (1 + replicas) {
-		port := freePortPair(t)
+// startNode starts a redis-server on a free port pair and returns its
+// address once it answers as that process. A free port is only a hint:
+// another node of this cluster, another test's cluster (tests run in
+// parallel, packages in parallel processes) or an outgoing connection may
+// take it before the server binds it (the nodes of one cluster start one
+// after the other: each listens before the next port is picked). The
+// server then exits, or another
+// one answers there, and the node is started again on other ports.
+func (c *Cluster) startNode() string {
+	c.t.Helper()
+	for range 20 {
+		port := freePortPair(c.t)
 		addr := "127.0.0.1:" + strconv.Itoa(port)
 		dir := filepath.Join(c.dir, strconv.Itoa(port))
 		cmd := exec.Command("redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
@@ -45,13 +51,55 @@ func StartCluster(t testing.TB, masters, replicas int) *Cluster {
 			"--save", "", "--appendonly", "no", "--dir", c.dir, "--logfile", dir+".log",
 			"--cluster-config-file", strconv.Itoa(port)+".conf")
 		if err := cmd.Start(); err != nil {
-			t.Fatalf("redis-server (installed by make test's install step): %v", err)
+			c.t.Fatalf("redis-server (installed by make test's install step): %v", err)
 		}
-		c.nodes[addr] = cmd
-		addrs = append(addrs, addr)
+		exited := make(chan struct{})
+		go func() {
+			cmd.Wait()
+			close(exited)
+		}()
+		c.nodes[addr], c.exited[addr] = cmd, exited
+		if c.answersAs(addr, cmd.Process.Pid, exited) {
+			return addr
+		}
+		c.Kill(addr)
+		c.t.Logf("redis-server on %s did not start (port taken?); trying other ports", addr)
 	}
-	for _, a := range addrs {
-		waitListening(t, a)
+	c.t.Fatal("could not start a redis-server on a free port in 20 tries")
+	return ""
+}
+
+// answersAs reports whether the redis-server with pid comes to answer on
+// addr (within 10 s) before it exits.
+func (c *Cluster) answersAs(addr string, pid int, exited <-chan struct{}) bool {
+	want := "process_id:" + strconv.Itoa(pid)
+	for range 200 {
+		select {
+		case <-exited:
+			return false
+		default:
+		}
+		if out, err := c.cli(addr, "INFO", "server"); err == nil {
+			for line := range strings.Lines(out) {
+				if strings.TrimSpace(line) == want {
+					return true
+				}
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return false
+}
+
+// StartCluster starts masters primaries with replicas replicas each, with a
+// one-second node timeout so a killed primary fails over within seconds.
+func StartCluster(t testing.TB, masters, replicas int) *Cluster {
+	t.Helper()
+	c := &Cluster{t: t, dir: t.TempDir(), nodes: map[string]*exec.Cmd{}, exited: map[string]chan struct{}{}}
+	t.Cleanup(c.stop)
+	var addrs []string
+	for range masters * (1 + replicas) {
+		addrs = append(addrs, c.startNode())
 	}
 	args := append([]string{"--cluster", "create"}, addrs...)
 	args = append(args, "--cluster-replicas", strconv.Itoa(replicas), "--cluster-yes")
@@ -236,8 +284,9 @@ func (c *Cluster) Cont(addr string) {
 func (c *Cluster) Kill(addr string) {
 	if cmd := c.nodes[addr]; cmd != nil {
 		cmd.Process.Kill()
-		cmd.Wait()
+		<-c.exited[addr]
 		delete(c.nodes, addr)
+		delete(c.exited, addr)
 	}
 }
 
@@ -273,10 +322,14 @@ func (c *Cluster) stop() {
 	}
 }
 
-// freePortPair finds a loopback port p with p+10000 (its cluster bus) free too.
+// freePortPair finds a loopback port p with p+10000 (its cluster bus) free
+// too. Both lie below Linux's ephemeral range (32768 up), where outgoing
+// connections take their ports; a clash with another server is left to
+// startNode's retry.
 func freePortPair(t testing.TB) int {
+	t.Helper()
 	for range 200 {
-		p := 23000 + rand.IntN(2000)
+		p := 10000 + rand.IntN(5000)
 		a, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
 		if err != nil {
 			continue
@@ -291,15 +344,4 @@ func freePortPair(t testing.TB) int {
 	}
 	t.Fatal("no free port pair for a cluster node")
 	return 0
-}
-
-func waitListening(t testing.TB, addr string) {
-	for range 200 {
-		if conn, err := net.Dial("tcp", addr); err == nil {
-			conn.Close()
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("redis-server on %s did not start", addr)
 }

@@ -9,10 +9,12 @@ import (
 	"io"
 	"maps"
 	"net"
+	"net/http"
 	"net/smtp"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -90,6 +92,40 @@ func (s *stack) stop() {
 		s.cancel()
 		<-s.done
 		s.cancel = nil
+	}
+}
+
+// streamsOpened is how many event streams the node has opened since it
+// started (the GET /events answered 200, by its /metrics).
+func (s *stack) streamsOpened() int {
+	s.t.Helper()
+	const series = `mayfly_http_requests_total{route="GET /events",status="200"} `
+	for line := range strings.Lines(get(s.t, http.DefaultClient, "http://"+s.env["MAYFLY_ADMIN_ADDR"]+"/metrics")) {
+		if v, ok := strings.CutPrefix(line, series); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				s.t.Fatalf("/metrics: %q: %v", line, err)
+			}
+			return n
+		}
+	}
+	return 0
+}
+
+// awaitStreams waits until the node has opened n event streams since it
+// started. A client lists the inbox before it opens its stream (the wait's
+// "now", what events counts as already there): a mail sent after this
+// comes after that list, however slow the client was to start.
+func (s *stack) awaitStreams(n int) {
+	s.t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		got := s.streamsOpened()
+		if got >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("%d event streams opened after 20 s, want %d", got, n)
+		}
 	}
 }
 
@@ -322,7 +358,8 @@ func TestClientInboxExpiry(t *testing.T) {
 // example, every command, the jar's mode and the exit codes.
 func TestCLI(t *testing.T) {
 	t.Parallel()
-	api, smtpAddr, _ := service(t)
+	s := startStack(t, nil)
+	api, smtpAddr := s.api, s.smtp
 	state := t.TempDir()
 	env := map[string]string{"MAYFLY_URL": api, "XDG_STATE_HOME": state}
 	var mu sync.Mutex
@@ -371,11 +408,12 @@ func TestCLI(t *testing.T) {
 		t.Fatalf("extend: exit %d: %s", code, out)
 	}
 	events := make(chan string, 1)
+	opened := s.streamsOpened()
 	go func() {
 		out, code := mayfly("events")
 		events <- fmt.Sprintf("%d %s", code, out)
 	}()
-	time.Sleep(time.Second) // the stream is open
+	s.awaitStreams(opened + 1) // events has listed the inbox: the next mail is new to it
 	send(t, smtpAddr, addr, "streamed")
 	time.Sleep(500 * time.Millisecond)
 	if _, code := mayfly("delete"); code != cli.ExitOK {
@@ -537,10 +575,11 @@ func TestCLITestFlows(t *testing.T) {
 	// stream per inbox; the one replaced says so and polls, and both
 	// print the message.
 	events := make(chan res, 1)
+	opened := s.streamsOpened()
 	go func() { events <- mayfly("events") }()
-	time.Sleep(time.Second) // events follows the stream
+	s.awaitStreams(opened + 1) // events follows the stream, which the wait's replaces
 	go func() {
-		time.Sleep(time.Second)
+		s.awaitStreams(opened + 2) // after the wait's "now"
 		sendMail(t, s.smtp, addr, codeMail(addr, "both", "333333"))
 	}()
 	start := time.Now()

@@ -147,9 +147,11 @@ func TestScenarioResendCode(t *testing.T) {
 	}
 	// "now" is when the wait's first list is answered, which a request-rate
 	// 429 (this test makes many calls in a second) delays by a second or
-	// two: the mail goes later than that.
+	// two: the mail goes once the wait has opened its stream, after that
+	// list.
+	opened := s.streamsOpened()
 	go func() {
-		time.Sleep(3 * time.Second)
+		s.awaitStreams(opened + 1)
 		sendMail(t, s.smtp, addr, codeMail(addr, "Your code", "333333"))
 	}()
 	third, err := in.WaitForMessage(ctx, client.Match{Subject: match.Subject, Since: client.SinceNow()})
@@ -237,11 +239,12 @@ func TestScenarioEdgeRestartMidWait(t *testing.T) {
 		err error
 	}
 	done := make(chan result, 1)
+	opened := s.streamsOpened()
 	go func() {
 		msg, err := in.WaitForMessage(ctx, client.Match{Subject: regexp.MustCompile(`after the restart`)})
 		done <- result{msg, err}
 	}()
-	time.Sleep(time.Second) // the wait follows the stream
+	s.awaitStreams(opened + 1) // the wait follows the stream
 	down := time.Now()
 	s.stop()
 	if _, err := http.Get(s.api + "/domains"); err == nil {

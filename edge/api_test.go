@@ -552,10 +552,12 @@ func TestRequestProtection(t *testing.T) {
 	})
 	u := e.newUser("")
 	u.want(u.do("GET", "/domains", ""), 200, "")
-	rs.cli("CLIENT", "PAUSE", "1500", "ALL") // the next request waits on Redis, in flight
+	// The next request's rate-limit count (a write) waits on Redis, in
+	// flight; CLIENT PAUSE WRITE still answers INFO, which shows it held.
+	rs.cli("CLIENT", "PAUSE", "1500", "WRITE")
 	done := make(chan *result)
 	go func() { done <- u.do("GET", "/domains", "") }()
-	time.Sleep(300 * time.Millisecond)
+	rs.awaitBlocked()
 	r := u.do("GET", "/domains", "")
 	u.want(r, 503, "REQUEST_PROTECTION")
 	if r.header.Get("Retry-After") != "1" {

@@ -340,11 +340,28 @@ func (r *redisServer) stop() {
 	}
 }
 
-func (r *redisServer) cli(args ...string) {
+func (r *redisServer) cli(args ...string) string {
 	r.t.Helper()
 	out, err := exec.Command("redis-cli", append([]string{"-p", strconv.Itoa(r.port)}, args...)...).CombinedOutput()
 	if err != nil {
 		r.t.Fatalf("redis-cli %v: %v %s", args, err, out)
+	}
+	return string(out)
+}
+
+// awaitBlocked waits until a client's command is held by the server
+// (INFO's blocked_clients, which counts one held by CLIENT PAUSE WRITE).
+func (r *redisServer) awaitBlocked() {
+	r.t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		for line := range strings.Lines(r.cli("INFO", "clients")) {
+			if n, ok := strings.CutPrefix(strings.TrimSpace(line), "blocked_clients:"); ok && n != "0" {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatal("no command held by Redis after 5 s")
+		}
 	}
 }
 

@@ -95,11 +95,12 @@ func (s *stack) stop() {
 	}
 }
 
-// streamsOpened is how many event streams the node has opened since it
-// started (the GET /events answered 200, by its /metrics).
-func (s *stack) streamsOpened() int {
+// served is how many requests to route (as the node's metrics name it,
+// e.g. "GET /events") the node has answered 200 since it started, by its
+// /metrics. An event stream counts when it opens.
+func (s *stack) served(route string) int {
 	s.t.Helper()
-	const series = `mayfly_http_requests_total{route="GET /events",status="200"} `
+	series := `mayfly_http_requests_total{route="` + route + `",status="200"} `
 	for line := range strings.Lines(get(s.t, http.DefaultClient, "http://"+s.env["MAYFLY_ADMIN_ADDR"]+"/metrics")) {
 		if v, ok := strings.CutPrefix(line, series); ok {
 			n, err := strconv.Atoi(strings.TrimSpace(v))
@@ -112,19 +113,20 @@ func (s *stack) streamsOpened() int {
 	return 0
 }
 
-// awaitStreams waits until the node has opened n event streams since it
-// started. A client lists the inbox before it opens its stream (the wait's
-// "now", what events counts as already there): a mail sent after this
-// comes after that list, however slow the client was to start.
-func (s *stack) awaitStreams(n int) {
+// awaitServed waits until the node has answered n requests to route with
+// 200 since it started. A client lists the inbox before it opens its event
+// stream (the wait's "now", what events counts as already there): a mail
+// sent once its GET /events is served comes after that list, however slow
+// the client was to start.
+func (s *stack) awaitServed(route string, n int) {
 	s.t.Helper()
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		got := s.streamsOpened()
+		got := s.served(route)
 		if got >= n {
 			return
 		}
 		if time.Now().After(deadline) {
-			s.t.Fatalf("%d event streams opened after 20 s, want %d", got, n)
+			s.t.Fatalf("%d %s answered 200 after 20 s, want %d", got, route, n)
 		}
 	}
 }
@@ -408,12 +410,12 @@ func TestCLI(t *testing.T) {
 		t.Fatalf("extend: exit %d: %s", code, out)
 	}
 	events := make(chan string, 1)
-	opened := s.streamsOpened()
+	opened := s.served("GET /events")
 	go func() {
 		out, code := mayfly("events")
 		events <- fmt.Sprintf("%d %s", code, out)
 	}()
-	s.awaitStreams(opened + 1) // events has listed the inbox: the next mail is new to it
+	s.awaitServed("GET /events", opened+1) // events has listed the inbox: the next mail is new to it
 	send(t, smtpAddr, addr, "streamed")
 	time.Sleep(500 * time.Millisecond)
 	if _, code := mayfly("delete"); code != cli.ExitOK {
@@ -575,11 +577,11 @@ func TestCLITestFlows(t *testing.T) {
 	// stream per inbox; the one replaced says so and polls, and both
 	// print the message.
 	events := make(chan res, 1)
-	opened := s.streamsOpened()
+	opened := s.served("GET /events")
 	go func() { events <- mayfly("events") }()
-	s.awaitStreams(opened + 1) // events follows the stream, which the wait's replaces
+	s.awaitServed("GET /events", opened+1) // events follows the stream, which the wait's replaces
 	go func() {
-		s.awaitStreams(opened + 2) // after the wait's "now"
+		s.awaitServed("GET /events", opened+2) // after the wait's "now"
 		sendMail(t, s.smtp, addr, codeMail(addr, "both", "333333"))
 	}()
 	start := time.Now()

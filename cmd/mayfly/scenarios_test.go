@@ -149,9 +149,9 @@ func TestScenarioResendCode(t *testing.T) {
 	// 429 (this test makes many calls in a second) delays by a second or
 	// two: the mail goes once the wait has opened its stream, after that
 	// list.
-	opened := s.streamsOpened()
+	opened := s.served("GET /events")
 	go func() {
-		s.awaitStreams(opened + 1)
+		s.awaitServed("GET /events", opened+1)
 		sendMail(t, s.smtp, addr, codeMail(addr, "Your code", "333333"))
 	}()
 	third, err := in.WaitForMessage(ctx, client.Match{Subject: match.Subject, Since: client.SinceNow()})
@@ -239,12 +239,12 @@ func TestScenarioEdgeRestartMidWait(t *testing.T) {
 		err error
 	}
 	done := make(chan result, 1)
-	opened := s.streamsOpened()
+	opened := s.served("GET /events")
 	go func() {
 		msg, err := in.WaitForMessage(ctx, client.Match{Subject: regexp.MustCompile(`after the restart`)})
 		done <- result{msg, err}
 	}()
-	s.awaitStreams(opened + 1) // the wait follows the stream
+	s.awaitServed("GET /events", opened+1) // the wait follows the stream
 	down := time.Now()
 	s.stop()
 	if _, err := http.Get(s.api + "/domains"); err == nil {

@@ -506,9 +506,10 @@ func TestGlobalCreationLimit(t *testing.T) {
 func TestDependencyUnavailableAndRecovery(t *testing.T) {
 	t.Parallel()
 	rs := startRedis(t)
-	e := newEnvOn(t, rs.client(), func(c *edge.Config, _ *ratelimit.Config) { c.RedisTimeout = 500 * time.Millisecond })
-	u := e.newUser("")
+	setup := newEnvOn(t, rs.client())
+	u := setup.newUser("")
 	u.open()
+	_, u = setup.tight(t, u, func(c *edge.Config, _ *ratelimit.Config) { c.RedisTimeout = 500 * time.Millisecond })
 	rs.stop()
 	start := time.Now()
 	// A read whose rate-limit check cannot reach Redis is served (fails
@@ -614,9 +615,10 @@ func TestSlowClientsAreCutOff(t *testing.T) {
 func TestRedisTimeoutIs503(t *testing.T) {
 	t.Parallel()
 	rs := startRedis(t)
-	e := newEnvOn(t, rs.client(), func(c *edge.Config, _ *ratelimit.Config) { c.RedisTimeout = 300 * time.Millisecond })
-	u := e.newUser("")
+	setup := newEnvOn(t, rs.client())
+	u := setup.newUser("")
 	u.open()
+	_, u = setup.tight(t, u, func(c *edge.Config, _ *ratelimit.Config) { c.RedisTimeout = 300 * time.Millisecond })
 	rs.cli("CLIENT", "PAUSE", "2000", "ALL") // Redis holds every command: slow, not down
 	start := time.Now()
 	r := u.do("GET", "/messages", "")

@@ -76,7 +76,7 @@ func TestReadsSurviveTheirRateLimitPrimary(t *testing.T) {
 	cluster := storagetest.StartCluster(t, 3, 1)
 	client := cluster.Client()
 	prefix := "rlfail"
-	e := serveEnv(t, client, prefix, []option{func(c *edge.Config, _ *ratelimit.Config) { c.RedisTimeout = time.Second }})
+	e := serveEnv(t, client, prefix, nil)
 	var u *user
 	var limitPrimary string
 	for {
@@ -89,6 +89,7 @@ func TestReadsSurviveTheirRateLimitPrimary(t *testing.T) {
 			break
 		}
 	}
+	_, u = e.tight(t, u, func(c *edge.Config, _ *ratelimit.Config) { c.RedisTimeout = time.Second })
 	cluster.Stop(limitPrimary)
 	start := time.Now()
 	r := u.do("GET", "/messages", "")

@@ -69,6 +69,17 @@ func (e *env) sibling(t testing.TB) *env {
 	return serveEnv(t, storagetest.Client(t), e.prefix, e.opts)
 }
 
+// tight is a node over e's Redis keys and client with opts added (a tight
+// Redis budget, say), and u the same client (jar and IP) through it. A test
+// sets up through e, whose default budget a loaded machine's first
+// requests (connections, script loads) stay within, and probes through the
+// returned node.
+func (e *env) tight(t testing.TB, u *user, opts ...option) (*env, *user) {
+	t.Helper()
+	n := serveEnv(t, e.client, e.prefix, append(slices.Clone(e.opts), opts...))
+	return n, &user{e: n, hc: u.hc, ip: u.ip}
+}
+
 func serveEnv(t testing.TB, client rueidis.Client, prefix string, opts []option) *env {
 	return serveEnvAt(t, "127.0.0.1:0", client, prefix, opts)
 }

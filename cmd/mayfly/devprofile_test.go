@@ -70,6 +70,8 @@ func TestDevProfileFitsATestSuite(t *testing.T) {
 		{"MAYFLY_SMTP_CONN_PER_MINUTE", c.smtp.connPerMinute, perMinute * suiteMails},
 		{"MAYFLY_SMTP_MAIL_PER_MINUTE", c.smtp.mailPerMinute, perMinute * suiteMails},
 		{"MAYFLY_SMTP_SESSIONS_PER_IP", c.smtp.sessionsPerIP, suiteParallel * suiteMails},
+		// One IP is one network (/24): the per-network caps meet the suite too.
+		{"MAYFLY_SMTP_SESSIONS_PER_NET", c.smtp.sessionsPerNet, suiteParallel * suiteMails},
 		{"MAYFLY_SMTP_MAX_SESSIONS", c.smtp.maxSessions, suiteParallel * suiteMails},
 		{"MAYFLY_RATE_CREATE_PER_MINUTE", c.createPerMinute, perMinute},
 		{"MAYFLY_RATE_GLOBAL_CREATE_PER_MINUTE", c.globalPerMinute, perMinute},
@@ -80,6 +82,7 @@ func TestDevProfileFitsATestSuite(t *testing.T) {
 		// parallel tests starting in the same second.
 		{"MAYFLY_RATE_REQUESTS_PER_SECOND", c.ratePerSecond, 6 * suiteParallel},
 		{"MAYFLY_HTTP_CONNS_PER_IP", c.connsPerIP, 2 * suiteParallel},
+		{"MAYFLY_HTTP_CONNS_PER_NET", c.connsPerNet, 2 * suiteParallel},
 	} {
 		if l.got < l.need {
 			t.Errorf("dev profile: %s = %d, a 1,000-test suite from one IP needs at least %d", l.name, l.got, l.need)
@@ -92,9 +95,12 @@ func TestDevProfileFitsATestSuite(t *testing.T) {
 		need int
 	}{
 		{"MAYFLY_LB_SMTP_CONNS_PER_IP", suiteParallel * suiteMails},
+		{"MAYFLY_LB_SMTP_CONNS_PER_NET", suiteParallel * suiteMails},
 		{"MAYFLY_LB_SMTP_CONN_RATE", perMinute * suiteMails / 6},
 		{"MAYFLY_LB_HTTP_CONNS_PER_IP", 2 * suiteParallel},
 		{"MAYFLY_LB_HTTP_CONNS_PER_IP_HARD", 2 * suiteParallel},
+		{"MAYFLY_LB_HTTP_CONNS_PER_NET", 2 * suiteParallel},
+		{"MAYFLY_LB_HTTP_CONNS_PER_NET_HARD", 2 * suiteParallel},
 		{"MAYFLY_LB_HTTP_REQ_RATE", 10 * 6 * suiteParallel},
 	} {
 		if got := lb(l.name); got < l.need {

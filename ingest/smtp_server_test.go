@@ -343,6 +343,9 @@ func TestSMTPConversations(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			h := newSMTPHarness(t, tc.cfg)
+			if tc.cfg.MailRule.Limit > 0 {
+				roomInWindow(t, tc.cfg.MailRule.Window, 10*time.Second)
+			}
 			boxes := make([]box, tc.expired+tc.boxes)
 			for i := range boxes {
 				life := 10 * time.Minute

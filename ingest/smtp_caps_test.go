@@ -190,13 +190,14 @@ func TestSMTPSlowTransfer(t *testing.T) {
 // 59 s held a slot for the whole 15-minute session.
 func TestSMTPIdleSession(t *testing.T) {
 	t.Parallel()
-	h := newSMTPHarness(t, ingest.Config{IdleSessionTimeout: time.Second, ReadTimeout: 10 * time.Second})
+	const idle = 2 * time.Second
+	h := newSMTPHarness(t, ingest.Config{IdleSessionTimeout: idle, ReadTimeout: 10 * time.Second})
 	box, _ := h.mailbox(t, 10*time.Minute)
 
 	// noops sends NOOP every 100 ms until the 421 and returns when it came.
 	noops := func(c net.Conn, r *bufio.Reader) time.Time {
 		t.Helper()
-		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+		for deadline := time.Now().Add(idle + 5*time.Second); time.Now().Before(deadline); {
 			io.WriteString(c, "NOOP\r\n")
 			_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
 			lines, err := readReply(r)
@@ -211,23 +212,30 @@ func TestSMTPIdleSession(t *testing.T) {
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
-		t.Fatal("NOOPs kept the session open for 5 s")
+		t.Fatalf("NOOPs kept the session open for %v", idle+5*time.Second)
 		return time.Time{}
 	}
 
+	// The session's clock starts after start (the server's accept), so it
+	// cannot end before start+idle.
 	start := time.Now()
 	c, r, _ := dialGreeting(t, h.addr)
 	io.WriteString(c, "EHLO client.example.org\r\n")
 	assertReply(t, c, r, "250")
-	if d := noops(c, r).Sub(start); d < 800*time.Millisecond {
-		t.Errorf("ended after %v, before its idle bound", d)
+	if d := noops(c, r).Sub(start); d < idle {
+		t.Errorf("ended after %v, before its idle bound %v", d, idle)
 	}
 
-	// A message restarts the clock.
+	// A message restarts the clock: it ends after the message's end, which
+	// is after start+pause, so not before start+pause+idle; without the
+	// restart it would end about start+idle. The message itself takes a
+	// few round trips after the pause, well within the idle bound.
+	const pause = 800 * time.Millisecond
+	start = time.Now()
 	c, r, _ = dialGreeting(t, h.addr)
 	io.WriteString(c, "EHLO client.example.org\r\n")
 	assertReply(t, c, r, "250")
-	time.Sleep(600 * time.Millisecond)
+	time.Sleep(pause)
 	for _, cmd := range []string{"MAIL FROM:<s@example.org>", "RCPT TO:<" + box.Address + ">"} {
 		io.WriteString(c, cmd+"\r\n")
 		assertReply(t, c, r, "250")
@@ -236,9 +244,8 @@ func TestSMTPIdleSession(t *testing.T) {
 	assertReply(t, c, r, "354")
 	io.WriteString(c, rfc822(box.Address, "keeps it", "x")+"\r\n")
 	assertReply(t, c, r, "250")
-	sent := time.Now()
-	if d := noops(c, r).Sub(sent); d < 800*time.Millisecond {
-		t.Errorf("ended %v after its message, before its idle bound", d)
+	if d := noops(c, r).Sub(start); d < pause+idle {
+		t.Errorf("ended %v after the connection, before the idle bound %v counted from its message after %v", d, idle, pause)
 	}
 }
 

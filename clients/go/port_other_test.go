@@ -19,3 +19,6 @@ func heldPort(t *testing.T) (addr string, listen func() (net.Listener, error)) {
 	ln.Close()
 	return addr, func() (net.Listener, error) { return net.Listen("tcp", addr) }
 }
+
+// holdPort does nothing here: the port of a closed server stays free.
+func holdPort(*testing.T, string) {}

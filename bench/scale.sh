@@ -81,19 +81,25 @@ ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 # forwards client addresses from 127.0.0.1, a trusted proxy.
 export MAYFLY_REDIS_ADDRS=$addrs MAYFLY_TRUSTED_PROXIES=127.0.0.1/32 MAYFLY_COOKIE_SECURE=false
 export MAYFLY_RATE_GLOBAL_CREATE_PER_MINUTE=1000000 MAYFLY_ADMIN_PPROF=off
-http_port=$(random_port)
-smtp_port=$(random_port)
-MAYFLY_HTTP_ADDR=127.0.0.1:$http_port MAYFLY_ADMIN_ADDR=127.0.0.1:$(random_port) \
+# The nodes listen on ports the kernel picks (:0) and log them: ports
+# drawn first and bound later could be drawn twice, or taken meanwhile.
+MAYFLY_HTTP_ADDR=127.0.0.1:0 MAYFLY_ADMIN_ADDR=127.0.0.1:0 MAYFLY_LOG_LEVEL=info \
 	bin/mayfly edge 2>"$logs/edge.log" &
 pids+=($!)
-MAYFLY_SMTP_ADDR=127.0.0.1:$smtp_port MAYFLY_ADMIN_ADDR=127.0.0.1:$(random_port) \
+MAYFLY_SMTP_ADDR=127.0.0.1:0 MAYFLY_ADMIN_ADDR=127.0.0.1:0 MAYFLY_LOG_LEVEL=info \
 	bin/mayfly ingest 2>"$logs/ingest.log" &
 pids+=($!)
+# listening FILE KIND: the address of the node's "listening" line of KIND.
+listening() {
+	sed -n 's/.*"msg":"listening","kind":"'"$2"'","addr":"\([^"]*\)".*/\1/p' "$1" | head -n 1
+}
+http_addr= smtp_addr=
 for ((i = 0; i < 100; i++)); do
-	port_in_use "$http_port" && port_in_use "$smtp_port" && break
+	http_addr=$(listening "$logs/edge.log" http) smtp_addr=$(listening "$logs/ingest.log" smtp)
+	[[ -n $http_addr && -n $smtp_addr ]] && break
 	sleep 0.1
 done
-port_in_use "$http_port" && port_in_use "$smtp_port" || die "the nodes did not start; see $logs/edge.log and $logs/ingest.log"
+[[ -n $http_addr && -n $smtp_addr ]] || die "the nodes did not start; see $logs/edge.log and $logs/ingest.log"
 if grep -h '"redis setting differs' "$logs/edge.log" "$logs/ingest.log"; then
 	die "the cluster does not have the Redis settings of deploy/README.md"
 fi
@@ -111,7 +117,7 @@ fi
 # before the fill ends.
 [[ -z ${SCALE_EXPIRE_AT:-} ]] || args+=(-expire-at "$SCALE_EXPIRE_AT")
 label="Commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!bench/RESULTS.md' || echo ' (with local changes)'), $(nproc) cores shared by everything (Redis, nodes, load tool), redis-server $(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p')."
-bench/bin/scalerun -redis "$addrs" -api "http://127.0.0.1:$http_port/v1" -smtp "127.0.0.1:$smtp_port" \
+bench/bin/scalerun -redis "$addrs" -api "http://$http_addr/v1" -smtp "$smtp_addr" \
 	-profiles "$profiles" -label "$label" -out "${out:-$logs/results.md}" "${args[@]}" | tee "$logs/scale.md"
 }
 

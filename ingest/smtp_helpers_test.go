@@ -172,6 +172,23 @@ func (h *smtpHarness) messages(t testing.TB, m storage.Mailbox, scoped storage.C
 	return out
 }
 
+// roomInWindow makes sure at least need is left of the current fixed
+// window of length span (a minute when span is 0, as ratelimit.Rule's
+// default) on this node's clock, which the SMTP rules count in, waiting for
+// the next window if not: a test that counts hits against a rule then
+// cannot straddle two windows, whose counts are apart (the hit over the
+// limit would be the first of a fresh window, and admitted).
+func roomInWindow(t testing.TB, span, need time.Duration) {
+	t.Helper()
+	if span == 0 {
+		span = time.Minute
+	}
+	if left := span - time.Duration(time.Now().UnixNano()%int64(span)); left < need {
+		t.Logf("waiting %v for the next %v window", left.Round(time.Millisecond), span)
+		time.Sleep(left + 5*time.Millisecond)
+	}
+}
+
 // step is one exchange of a scripted conversation.
 type step struct {
 	do    func(t *testing.T) // runs before send, e.g. to delete a mailbox mid-transaction

@@ -67,6 +67,9 @@ func TestSMTPConnectionLimits(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			h := newSMTPHarness(t, tc.cfg)
+			if tc.cfg.ConnRule.Limit > 0 {
+				roomInWindow(t, tc.cfg.ConnRule.Window, 10*time.Second)
+			}
 			for i := range tc.open {
 				if _, _, got := dialGreeting(t, h.addr); !strings.HasPrefix(got, "220 ") {
 					t.Fatalf("connection %d: greeting %q, want 220", i, got)

@@ -1,6 +1,8 @@
 package ingest_test
 
 import (
+	"bufio"
+	"io"
 	"net"
 	"os/exec"
 	"strconv"
@@ -43,8 +45,7 @@ func startThrowawayRedis(t *testing.T) *throwawayRedis {
 		r := &throwawayRedis{cmd: cmd, addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
 		t.Cleanup(r.kill)
 		for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-			if c, err := net.Dial("tcp", r.addr); err == nil {
-				c.Close()
+			if r.pong() {
 				return r
 			}
 		}
@@ -67,6 +68,23 @@ func outageHarness(t *testing.T, prefix string, cfg ingest.Config) (*throwawayRe
 	store := storage.New(client, storage.Config{KeyPrefix: prefix})
 	limiter := ratelimit.New(client, ratelimit.Config{KeyPrefix: prefix})
 	return redis, serveSMTP(t, store, limiter, cfg)
+}
+
+// pong reports whether r's redis-server answers PING: a listener that only
+// accepts could be another test's server that took the port between its
+// pick and redis-server's bind (redis-server then exits).
+func (r *throwawayRedis) pong() bool {
+	c, err := net.DialTimeout("tcp", r.addr, time.Second)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	if _, err := io.WriteString(c, "PING\r\n"); err != nil {
+		return false
+	}
+	line, _ := bufio.NewReader(c).ReadString('\n')
+	return line == "+PONG\r\n"
 }
 
 func (r *throwawayRedis) kill() {

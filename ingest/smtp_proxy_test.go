@@ -54,6 +54,7 @@ func TestSMTPProxyProtocol(t *testing.T) {
 		ConnRule:          ratelimit.Rule{Limit: 2},
 		ProxyProtocolFrom: []netip.Prefix{netip.MustParsePrefix(proxy + "/32")},
 	})
+	roomInWindow(t, 0, 10*time.Second) // every count below is in one window of ConnRule
 
 	// Client A, through the proxy: two connections, then the limit.
 	for i, v := range []byte{1, 2} {

@@ -305,7 +305,7 @@ func TestSMTPConversations(t *testing.T) {
 		},
 		{
 			name: "an idle client gets 421 4.4.2 after ReadTimeout",
-			cfg:  ingest.Config{ReadTimeout: 300 * time.Millisecond},
+			cfg:  ingest.Config{ReadTimeout: time.Second},
 			script: func(*smtpHarness, []box) []step {
 				return []step{
 					{want: "220"},
@@ -329,7 +329,7 @@ func TestSMTPConversations(t *testing.T) {
 		},
 		{
 			name: "a session that outlives SessionTimeout gets 421 4.4.2, however busy",
-			cfg:  ingest.Config{SessionTimeout: 700 * time.Millisecond},
+			cfg:  ingest.Config{SessionTimeout: 1500 * time.Millisecond}, // the NOOPs take 300 ms and more
 			script: func(*smtpHarness, []box) []step {
 				s := []step{{want: "220"}, {send: "EHLO client.example.org", want: "250"}}
 				for range 3 {
@@ -343,6 +343,9 @@ func TestSMTPConversations(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			h := newSMTPHarness(t, tc.cfg)
+			if tc.cfg.MailRule.Limit > 0 {
+				roomInWindow(t, tc.cfg.MailRule.Window, 10*time.Second)
+			}
 			boxes := make([]box, tc.expired+tc.boxes)
 			for i := range boxes {
 				life := 10 * time.Minute

@@ -66,6 +66,7 @@ func TestExpectNoMessageUnreachable(t *testing.T) {
 	in := f.inbox(t, client.WithUnreachableAfter(time.Minute))
 	f.srv.CloseClientConnections()
 	f.srv.Close()
+	holdPort(t, f.srv.Listener.Addr().String()) // refused for the whole window
 	err := in.ExpectNoMessage(context.Background(), client.Match{}, time.Second)
 	if !errors.Is(err, client.ErrUnreachable) || !strings.Contains(err.Error(), f.base()) {
 		t.Fatalf("ExpectNoMessage against a stopped service: %v; want ErrUnreachable naming %s", err, f.base())

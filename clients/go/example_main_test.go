@@ -89,13 +89,22 @@ func exampleStack() (stop func(), err error) {
 			}
 		}()
 	}
+	// Three distinct free ports: each listener stays open until all are
+	// picked (one closed before the next could be picked again).
 	ports := make([]string, 3)
+	held := make([]net.Listener, 0, len(ports))
 	for i := range ports {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
+			for _, l := range held {
+				l.Close()
+			}
 			return nil, err
 		}
+		held = append(held, l)
 		ports[i] = l.Addr().String()
+	}
+	for _, l := range held {
 		l.Close()
 	}
 	cmd := exec.Command(bin, "all")

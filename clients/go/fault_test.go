@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -567,15 +566,10 @@ func TestWritesNotRetriedOn500(t *testing.T) {
 func TestRefusedConnectionRetried(t *testing.T) {
 	t.Parallel()
 	f := newFake(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr, listen := heldPort(t)
 	go func() {
 		time.Sleep(700 * time.Millisecond)
-		ln, err := net.Listen("tcp", addr)
+		ln, err := listen()
 		if err != nil {
 			t.Errorf("listen again on %s: %v", addr, err)
 			return

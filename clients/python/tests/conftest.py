@@ -30,10 +30,17 @@ sys.path.insert(0, str(PACKAGE))  # the package of this clone, installed or not
 pytest_plugins = ["pytester"]
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def _free_ports(n: int) -> List[int]:
+    """n distinct free loopback ports: each socket stays bound until all are
+    picked (one closed before the next bind could be picked again)."""
+    socks = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(n)]
+    try:
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
 
 
 class Stack:
@@ -41,9 +48,10 @@ class Stack:
 
     def __init__(self, binary: Path, redis_addrs: str, workdir: Path, **env: str) -> None:
         self.binary = binary
-        self.http = f"127.0.0.1:{_free_port()}"
-        self.smtp = f"127.0.0.1:{_free_port()}"
-        self.admin = f"127.0.0.1:{_free_port()}"
+        http, smtp, admin = _free_ports(3)
+        self.http = f"127.0.0.1:{http}"
+        self.smtp = f"127.0.0.1:{smtp}"
+        self.admin = f"127.0.0.1:{admin}"
         self.prefix = f"pyclient-{uuid.uuid4().hex[:12]}"
         self.base_url = f"http://{self.http}/v1"
         self.log_path = workdir / "mayfly.log"

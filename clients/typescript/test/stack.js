@@ -31,16 +31,23 @@ export function binary() {
   return process.env.MAYFLY_BIN ?? path.join(repo, 'bin', 'mayfly');
 }
 
-async function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.unref();
-    s.on('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
+/** n distinct free loopback ports: each stays bound until all are picked (one closed before the next listen could be picked again). */
+async function freePorts(n) {
+  const servers = [];
+  try {
+    for (let i = 0; i < n; i++) {
+      const s = net.createServer();
+      s.unref();
+      servers.push(s);
+      await new Promise((resolve, reject) => {
+        s.once('error', reject);
+        s.listen(0, '127.0.0.1', resolve);
+      });
+    }
+    return servers.map((s) => s.address().port);
+  } finally {
+    await Promise.all(servers.map((s) => new Promise((r) => (s.listening ? s.close(() => r()) : r()))));
+  }
 }
 
 export class Stack {
@@ -54,9 +61,10 @@ export class Stack {
 
   async start() {
     if (this.http === undefined) {
-      this.http = `127.0.0.1:${await freePort()}`;
-      this.smtp = `127.0.0.1:${await freePort()}`;
-      this.admin = `127.0.0.1:${await freePort()}`;
+      const [http, smtp, admin] = await freePorts(3);
+      this.http = `127.0.0.1:${http}`;
+      this.smtp = `127.0.0.1:${smtp}`;
+      this.admin = `127.0.0.1:${admin}`;
     }
     const env = {
       ...process.env,

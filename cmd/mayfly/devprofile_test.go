@@ -159,3 +159,43 @@ func TestDevProfileSMTPBurst(t *testing.T) {
 	}
 	t.Logf("%d connections from one IP in %v", burst, time.Since(start).Round(time.Millisecond))
 }
+
+// The README's GitHub Actions example spells the dev profile out (a service
+// container takes no env file): it must carry every Mayfly setting of
+// deploy/dev.env with its value, or a suite run that way meets the public
+// limits the profile exists to lift. haproxy's MAYFLY_LB_* are left out:
+// that example has no haproxy.
+func TestReadmeActionsExampleCarriesTheDevProfile(t *testing.T) {
+	t.Parallel()
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, ok := strings.Cut(string(readme), "# the dev profile (deploy/dev.env)\n")
+	if !ok {
+		t.Fatal("README.md: no '# the dev profile (deploy/dev.env)' in the Actions example")
+	}
+	line := regexp.MustCompile(`^\s+(MAYFLY_[A-Z0-9_]+): "([^"]*)"$`)
+	example := map[string]string{}
+	for l := range strings.Lines(block) {
+		m := line.FindStringSubmatch(strings.TrimRight(l, "\n"))
+		if m == nil {
+			break
+		}
+		example[m[1]] = m[2]
+	}
+	profile := devEnv(t)
+	for k, v := range profile {
+		if strings.HasPrefix(k, "MAYFLY_LB_") {
+			continue
+		}
+		if got, ok := example[k]; !ok || got != v {
+			t.Errorf("README's Actions example: %s is %q (set: %v), deploy/dev.env has %q", k, got, ok, v)
+		}
+	}
+	for k := range example {
+		if _, ok := profile[k]; !ok {
+			t.Errorf("README's Actions example sets %s, which deploy/dev.env does not", k)
+		}
+	}
+}

@@ -510,7 +510,7 @@ func TestDependencyUnavailableAndRecovery(t *testing.T) {
 	u := setup.newUser("")
 	u.open()
 	_, u = setup.tight(t, u, func(c *edge.Config, _ *ratelimit.Config) { c.RedisTimeout = 500 * time.Millisecond })
-	rs.stop()
+	rs.Kill()
 	start := time.Now()
 	// A read whose rate-limit check cannot reach Redis is served (fails
 	// open): GET /domains needs nothing else, so it still answers.
@@ -528,7 +528,7 @@ func TestDependencyUnavailableAndRecovery(t *testing.T) {
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("four requests against a dead Redis took %v", d)
 	}
-	rs.start()
+	rs.Start()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		// The restarted Redis is empty: the session is gone (401), but
@@ -555,7 +555,7 @@ func TestRequestProtection(t *testing.T) {
 	u.want(u.do("GET", "/domains", ""), 200, "")
 	// The next request's rate-limit count (a write) waits on Redis, in
 	// flight; CLIENT PAUSE WRITE still answers INFO, which shows it held.
-	rs.cli("CLIENT", "PAUSE", "1500", "WRITE")
+	rs.Redis("CLIENT", "PAUSE", "1500", "WRITE")
 	done := make(chan *result)
 	go func() { done <- u.do("GET", "/domains", "") }()
 	rs.awaitBlocked()
@@ -619,7 +619,7 @@ func TestRedisTimeoutIs503(t *testing.T) {
 	u := setup.newUser("")
 	u.open()
 	_, u = setup.tight(t, u, func(c *edge.Config, _ *ratelimit.Config) { c.RedisTimeout = 300 * time.Millisecond })
-	rs.cli("CLIENT", "PAUSE", "2000", "ALL") // Redis holds every command: slow, not down
+	rs.Redis("CLIENT", "PAUSE", "2000", "ALL") // Redis holds every command: slow, not down
 	start := time.Now()
 	r := u.do("GET", "/messages", "")
 	u.want(r, 503, "DEPENDENCY_UNAVAILABLE")

@@ -14,8 +14,6 @@ import (
 	"net/http/cookiejar"
 	"net/netip"
 	"net/url"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -303,99 +301,14 @@ func (e *env) inOneWindow(margin time.Duration, burst func(ip string)) {
 }
 
 // redisServer is a throwaway standalone redis-server for fault tests, which
-// stop and restart it; the shared cluster is never disturbed.
+// stop, restart and pause it; the shared cluster is never disturbed.
 type redisServer struct {
-	t      *testing.T
-	dir    string
-	port   int
-	cmd    *exec.Cmd
-	exited chan struct{} // closed once cmd has exited and been waited for
+	*storagetest.Server
+	t *testing.T
 }
 
-// startRedis starts one on a port below Linux's ephemeral range (32768 up):
-// an outgoing connection of another test can take an ephemeral port while
-// the server is stopped, and the restart then finds it taken. A port that
-// another server takes before this one binds it (the check is only a
-// hint) is traded for another.
 func startRedis(t *testing.T) *redisServer {
-	t.Helper()
-	r := &redisServer{t: t, dir: t.TempDir()}
-	t.Cleanup(r.stop)
-	for range 20 {
-		r.port = 5000 + rand.IntN(5000)
-		ln, err := net.Listen("tcp", r.addr())
-		if err != nil {
-			continue
-		}
-		ln.Close()
-		if r.launch() {
-			return r
-		}
-		t.Logf("redis-server on %s did not start (port taken?); trying another port", r.addr())
-	}
-	t.Fatal("could not start a redis-server in 20 tries")
-	return nil
-}
-
-func (r *redisServer) addr() string { return "127.0.0.1:" + strconv.Itoa(r.port) }
-
-// start starts the server again on its port.
-func (r *redisServer) start() {
-	r.t.Helper()
-	if !r.launch() {
-		r.t.Fatalf("redis-server did not start again on %s (port taken?)", r.addr())
-	}
-}
-
-// launch starts redis-server on r.port and reports whether it came to
-// answer there as itself (by its process id) within 10 s; if not, it is
-// stopped.
-func (r *redisServer) launch() bool {
-	r.t.Helper()
-	r.cmd = exec.Command("redis-server", "--port", strconv.Itoa(r.port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", r.dir, "--logfile", filepath.Join(r.dir, "log"))
-	if err := r.cmd.Start(); err != nil {
-		r.t.Fatalf("redis-server (installed by make test's install step): %v", err)
-	}
-	cmd, exited := r.cmd, make(chan struct{})
-	r.exited = exited
-	go func() {
-		cmd.Wait()
-		close(exited)
-	}()
-	want := "process_id:" + strconv.Itoa(cmd.Process.Pid)
-	for range 200 {
-		select {
-		case <-exited:
-			r.cmd = nil
-			return false
-		default:
-		}
-		out, err := exec.Command("redis-cli", "-p", strconv.Itoa(r.port), "INFO", "server").Output()
-		if err == nil && slices.Contains(strings.Fields(string(out)), want) {
-			return true
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	r.stop()
-	return false
-}
-
-func (r *redisServer) stop() {
-	if r.cmd != nil {
-		r.cmd.Process.Kill()
-		<-r.exited
-		r.cmd = nil
-	}
-}
-
-func (r *redisServer) cli(args ...string) string {
-	r.t.Helper()
-	out, err := exec.Command("redis-cli", append([]string{"-p", strconv.Itoa(r.port)}, args...)...).CombinedOutput()
-	if err != nil {
-		r.t.Fatalf("redis-cli %v: %v %s", args, err, out)
-	}
-	return string(out)
+	return &redisServer{Server: storagetest.StartServer(t), t: t}
 }
 
 // awaitBlocked waits until a client's command is held by the server
@@ -403,7 +316,7 @@ func (r *redisServer) cli(args ...string) string {
 func (r *redisServer) awaitBlocked() {
 	r.t.Helper()
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		for line := range strings.Lines(r.cli("INFO", "clients")) {
+		for line := range strings.Lines(r.Redis("INFO", "clients")) {
 			if n, ok := strings.CutPrefix(strings.TrimSpace(line), "blocked_clients:"); ok && n != "0" {
 				return
 			}
@@ -416,7 +329,7 @@ func (r *redisServer) awaitBlocked() {
 
 func (r *redisServer) client() rueidis.Client {
 	r.t.Helper()
-	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{r.addr()}, DisableCache: true})
+	c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{r.Addr()}, DisableCache: true})
 	if err != nil {
 		r.t.Fatal(err)
 	}

@@ -1,66 +1,23 @@
 package ingest_test
 
 import (
-	"bufio"
-	"io"
-	"net"
-	"os/exec"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/mayfly/mayfly/ingest"
 	"github.com/mayfly/mayfly/ratelimit"
 	"github.com/mayfly/mayfly/storage"
+	"github.com/mayfly/mayfly/storage/storagetest"
 	"github.com/redis/rueidis"
 )
 
-// throwawayRedis is a standalone redis-server of the test's own, so the test
-// can kill it mid-conversation without disturbing the shared cluster.
-type throwawayRedis struct {
-	cmd  *exec.Cmd
-	addr string
-}
-
-func startThrowawayRedis(t *testing.T) *throwawayRedis {
-	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Fatalf("redis-server not installed (deploy/install-deps.sh installs it): %v", err)
-	}
-	for range 10 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		port := ln.Addr().(*net.TCPAddr).Port
-		ln.Close()
-		cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-			"--save", "", "--appendonly", "no", "--dir", t.TempDir())
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		r := &throwawayRedis{cmd: cmd, addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port))}
-		t.Cleanup(r.kill)
-		for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-			if r.pong() {
-				return r
-			}
-		}
-		r.kill() // the port was taken in between; try another
-	}
-	t.Fatal("could not start redis-server")
-	return nil
-}
-
 // outageHarness serves SMTP over a Redis of the test's own, which the test
 // may kill or stall; prefix names its keys.
-func outageHarness(t *testing.T, prefix string, cfg ingest.Config) (*throwawayRedis, *smtpHarness) {
+func outageHarness(t *testing.T, prefix string, cfg ingest.Config) (*storagetest.Server, *smtpHarness) {
 	t.Helper()
-	redis := startThrowawayRedis(t)
-	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{redis.addr}, DisableCache: true})
+	redis := storagetest.StartServer(t)
+	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{redis.Addr()}, DisableCache: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,30 +25,6 @@ func outageHarness(t *testing.T, prefix string, cfg ingest.Config) (*throwawayRe
 	store := storage.New(client, storage.Config{KeyPrefix: prefix})
 	limiter := ratelimit.New(client, ratelimit.Config{KeyPrefix: prefix})
 	return redis, serveSMTP(t, store, limiter, cfg)
-}
-
-// pong reports whether r's redis-server answers PING: a listener that only
-// accepts could be another test's server that took the port between its
-// pick and redis-server's bind (redis-server then exits).
-func (r *throwawayRedis) pong() bool {
-	c, err := net.DialTimeout("tcp", r.addr, time.Second)
-	if err != nil {
-		return false
-	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(time.Second))
-	if _, err := io.WriteString(c, "PING\r\n"); err != nil {
-		return false
-	}
-	line, _ := bufio.NewReader(c).ReadString('\n')
-	return line == "+PONG\r\n"
-}
-
-func (r *throwawayRedis) kill() {
-	if r.cmd.ProcessState == nil {
-		_ = r.cmd.Process.Kill()
-		_ = r.cmd.Wait()
-	}
 }
 
 // TestSMTPRedisUnavailable: with Redis gone, DATA and RCPT answer 451 4.3.0
@@ -103,7 +36,7 @@ func TestSMTPRedisUnavailable(t *testing.T) {
 	m, _ := h.mailbox(t, 10*time.Minute)
 
 	converse(t, h.addr, append(envelope(m.Address),
-		step{send: "DATA", want: "354", do: func(*testing.T) { redis.kill() }},
+		step{send: "DATA", want: "354", do: func(*testing.T) { redis.Kill() }},
 		step{send: rfc822(m.Address, "lost?", "must be retried"), want: "451 4.3.0"},
 		step{send: "MAIL FROM:<sender@example.org>", want: "250"}, // the transaction limit fails open
 		step{send: "RCPT TO:<" + m.Address + ">", want: "451 4.3.0"},
@@ -130,15 +63,10 @@ func TestSMTPRedisTimeoutAtRCPT(t *testing.T) {
 	t.Parallel()
 	redis, h := outageHarness(t, "stall", ingest.Config{RedisTimeout: 300 * time.Millisecond})
 	m, _ := h.mailbox(t, 10*time.Minute)
-	t.Cleanup(func() { _ = redis.cmd.Process.Signal(syscall.SIGCONT) })
 	converse(t, h.addr, []step{
 		{want: "220"},
 		{send: "EHLO client.example.org", want: "250"},
-		{send: "MAIL FROM:<sender@example.org>", want: "250", do: func(t *testing.T) {
-			if err := redis.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
-				t.Fatal(err)
-			}
-		}},
+		{send: "MAIL FROM:<sender@example.org>", want: "250", do: func(*testing.T) { redis.Stop() }},
 		{send: "RCPT TO:<" + m.Address + ">", want: "451 4.3.0"},
 		{send: "QUIT", want: "221"},
 	})
@@ -150,6 +78,6 @@ func TestSMTPLimitsFailClosed(t *testing.T) {
 	t.Parallel()
 	redis, h := outageHarness(t, "closed", ingest.Config{RedisTimeout: 300 * time.Millisecond, LimitsFailClosed: true})
 	converse(t, h.addr, []step{{want: "220"}, {send: "EHLO client.example.org", want: "250"}, {send: "QUIT", want: "221"}})
-	redis.kill()
+	redis.Kill()
 	converse(t, h.addr, []step{{want: "451 4.3.0"}})
 }

@@ -23,79 +23,39 @@ import (
 type Cluster struct {
 	t     testing.TB
 	dir   string
-	nodes map[string]*exec.Cmd // addr → its redis-server
-	// exited is closed when the redis-server of addr has exited (and
-	// been waited for).
-	exited map[string]chan struct{}
+	nodes map[string]*process // addr → its redis-server
 }
 
-// startNode starts a redis-server on a free port pair and returns its
-// address once it answers as that process. A free port is only a hint:
-// another node of this cluster, another test's cluster (tests run in
-// parallel, packages in parallel processes) or an outgoing connection may
-// take it before the server binds it (the nodes of one cluster start one
-// after the other: each listens before the next port is picked). The
-// server then exits, or another
-// one answers there, and the node is started again on other ports.
+// startNode starts a cluster node on a free port pair and returns its
+// address once it answers there as itself (launch). The nodes of one
+// cluster start one after the other, each listening before the next port is
+// picked; a node that loses its port is started again on other ports.
 func (c *Cluster) startNode() string {
 	c.t.Helper()
 	for range 20 {
 		port := freePortPair(c.t)
 		addr := "127.0.0.1:" + strconv.Itoa(port)
-		dir := filepath.Join(c.dir, strconv.Itoa(port))
-		cmd := exec.Command("redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-			"--cluster-enabled", "yes", "--cluster-node-timeout", "1000",
+		p, ok := launch(c.t, port, "--cluster-enabled", "yes", "--cluster-node-timeout", "1000",
 			// Replicas sync at once and may always take over: a test kills a
 			// primary seconds after the cluster forms.
 			"--repl-diskless-sync-delay", "0", "--cluster-replica-validity-factor", "0",
-			"--save", "", "--appendonly", "no", "--dir", c.dir, "--logfile", dir+".log",
+			"--dir", c.dir, "--logfile", filepath.Join(c.dir, strconv.Itoa(port)+".log"),
 			"--cluster-config-file", strconv.Itoa(port)+".conf")
-		if err := cmd.Start(); err != nil {
-			c.t.Fatalf("redis-server (installed by make test's install step): %v", err)
-		}
-		exited := make(chan struct{})
-		go func() {
-			cmd.Wait()
-			close(exited)
-		}()
-		c.nodes[addr], c.exited[addr] = cmd, exited
-		if c.answersAs(addr, cmd.Process.Pid, exited) {
+		if ok {
+			c.nodes[addr] = p
 			return addr
 		}
-		c.Kill(addr)
 		c.t.Logf("redis-server on %s did not start (port taken?); trying other ports", addr)
 	}
 	c.t.Fatal("could not start a redis-server on a free port in 20 tries")
 	return ""
 }
 
-// answersAs reports whether the redis-server with pid comes to answer on
-// addr (within 10 s) before it exits.
-func (c *Cluster) answersAs(addr string, pid int, exited <-chan struct{}) bool {
-	want := "process_id:" + strconv.Itoa(pid)
-	for range 200 {
-		select {
-		case <-exited:
-			return false
-		default:
-		}
-		if out, err := c.cli(addr, "INFO", "server"); err == nil {
-			for line := range strings.Lines(out) {
-				if strings.TrimSpace(line) == want {
-					return true
-				}
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return false
-}
-
 // StartCluster starts masters primaries with replicas replicas each, with a
 // one-second node timeout so a killed primary fails over within seconds.
 func StartCluster(t testing.TB, masters, replicas int) *Cluster {
 	t.Helper()
-	c := &Cluster{t: t, dir: t.TempDir(), nodes: map[string]*exec.Cmd{}, exited: map[string]chan struct{}{}}
+	c := &Cluster{t: t, dir: t.TempDir(), nodes: map[string]*process{}}
 	t.Cleanup(c.stop)
 	var addrs []string
 	for range masters * (1 + replicas) {
@@ -263,11 +223,11 @@ func (c *Cluster) ReplicasOf(primary string) []string {
 // answers nothing, like a stalled process. The test's cleanup resumes it.
 func (c *Cluster) Stop(addr string) {
 	c.t.Helper()
-	cmd := c.nodes[addr]
-	if cmd == nil {
+	p := c.nodes[addr]
+	if p == nil {
 		c.t.Fatalf("no node %s", addr)
 	}
-	if err := cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		c.t.Fatalf("SIGSTOP %s: %v", addr, err)
 	}
 	c.t.Cleanup(func() { c.Cont(addr) })
@@ -275,18 +235,16 @@ func (c *Cluster) Stop(addr string) {
 
 // Cont resumes a node frozen by Stop.
 func (c *Cluster) Cont(addr string) {
-	if cmd := c.nodes[addr]; cmd != nil {
-		cmd.Process.Signal(syscall.SIGCONT)
+	if p := c.nodes[addr]; p != nil {
+		p.cmd.Process.Signal(syscall.SIGCONT)
 	}
 }
 
 // Kill ends the node at addr at once, as a crash would.
 func (c *Cluster) Kill(addr string) {
-	if cmd := c.nodes[addr]; cmd != nil {
-		cmd.Process.Kill()
-		<-c.exited[addr]
+	if p := c.nodes[addr]; p != nil {
+		p.kill()
 		delete(c.nodes, addr)
-		delete(c.exited, addr)
 	}
 }
 

@@ -167,11 +167,8 @@ func TestDevProfileSMTPBurst(t *testing.T) {
 // that example has no haproxy.
 func TestReadmeActionsExampleCarriesTheDevProfile(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, block, ok := strings.Cut(string(readme), "# the dev profile (deploy/dev.env)\n")
+	readme := readReadme(t)
+	_, block, ok := strings.Cut(readme, "# the dev profile (deploy/dev.env)\n")
 	if !ok {
 		t.Fatal("README.md: no '# the dev profile (deploy/dev.env)' in the Actions example")
 	}

@@ -10,15 +10,22 @@ import (
 	"time"
 )
 
-// TestREADMEListsEverySetting keeps the README's settings table and the one
-// settings table of the code in step: every variable with its default.
-func TestREADMEListsEverySetting(t *testing.T) {
+// readReadme returns the repository's README.md.
+func readReadme(t *testing.T) string {
+	t.Helper()
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
+	return string(readme)
+}
+
+// TestREADMEListsEverySetting keeps the README's settings table and the one
+// settings table of the code in step: every variable with its default.
+func TestREADMEListsEverySetting(t *testing.T) {
+	readme := readReadme(t)
 	rows := map[string]string{}
-	for _, line := range strings.Split(string(readme), "\n") {
+	for _, line := range strings.Split(readme, "\n") {
 		cells := strings.Split(line, "|")
 		if len(cells) < 4 || !strings.HasPrefix(strings.TrimSpace(cells[1]), "`MAYFLY_") {
 			continue
@@ -51,11 +58,8 @@ func TestREADMEListsEverySetting(t *testing.T) {
 // application it leaves to the reader, mails a code over SMTP.
 func TestREADMEGoTestRuns(t *testing.T) {
 	t.Parallel()
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, block, ok := strings.Cut(string(readme), "```go\npackage signup_test\n")
+	readme := readReadme(t)
+	_, block, ok := strings.Cut(readme, "```go\npackage signup_test\n")
 	block, _, ok2 := strings.Cut(block, "```")
 	if !ok || !ok2 {
 		t.Fatal("the README has no Go block starting with package signup_test")

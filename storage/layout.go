@@ -1,0 +1,28 @@
+package storage
+
+// A layout is one shape of what Mayfly writes in Redis: the keys, their
+// types and TTLs, the fields of each hash and the form of every value. Every
+// change to what a script or a command writes is a new layout with a new
+// name, so that a fleet of nodes of two releases can agree on the one they
+// write (docs/UPGRADING.md). A node reads every layout in Layouts; it writes
+// one of them.
+const (
+	// Layout20261124 is what release 2026-11-24 (1e86987) reads and writes:
+	// credential digests as 64 hex digits, messages in the bodies hash, the
+	// creation windows and the active-inbox slots of a client in two keys
+	// (a hash and a ZSET).
+	Layout20261124 = "2026-11-24"
+	// Layout20261125 is the current layout: 16-byte raw digests, messages in
+	// the box hash, a client's creation windows and slots in one hash.
+	Layout20261125 = "2026-11-25"
+	// LayoutCurrent is the newest layout this release writes, the default
+	// on a fresh cluster.
+	LayoutCurrent = Layout20261125
+)
+
+// Layouts lists every layout this release reads and may write, oldest
+// first.
+var Layouts = []string{Layout20261124, Layout20261125}
+
+// WriteLayout is the layout this store writes.
+func (s *Store) WriteLayout() string { return LayoutCurrent }

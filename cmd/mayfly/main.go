@@ -52,7 +52,7 @@ commands:
   all     edge and ingest in one process
   inbox   the client tool: create an inbox, wait for mail, read it
           (mayfly inbox --help; clients/go/cli)
-  version print the version (module version or VCS revision, Go version)
+  version print the version, revision, Go version and storage layouts
 
 Every node command also serves the admin endpoints (MAYFLY_ADMIN_ADDR).
 
@@ -77,7 +77,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprint(stdout, usage)
 		return nil
 	case "version", "--version":
-		fmt.Fprintln(stdout, "mayfly", cli.Version())
+		printVersion(stdout, readBuild())
 		return nil
 	default:
 		fmt.Fprint(stderr, usage)
@@ -88,6 +88,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
+	bin := readBuild()
+	log.Info("starting", "command", args[0], "version", bin.version, "revision", bin.revision)
 	var tlsConfig *tls.Config
 	if serveSMTP && cfg.smtp.tlsCert != "" {
 		cert, err := tls.LoadX509KeyPair(cfg.smtp.tlsCert, cfg.smtp.tlsKey)

@@ -8,9 +8,12 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/mayfly/mayfly/storage"
+	"github.com/mayfly/mayfly/storage/storagetest"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
@@ -180,5 +183,46 @@ func TestWrongPortHints(t *testing.T) {
 	defer srv.Close()
 	if status, e := getJSON(srv.URL + "/v1/messages"); status != 404 || !strings.Contains(e["message"].(string), "serves no API") {
 		t.Errorf("ingest admin GET /v1/messages = %d %v, want 404 saying the node serves no API", status, e)
+	}
+}
+
+// TestBuildInfoOnEveryNode: edge, ingest and all export
+// mayfly_build_info{version,revision,layout} 1, the layout the one their
+// store writes.
+func TestBuildInfoOnEveryNode(t *testing.T) {
+	t.Parallel()
+	b := readBuild()
+	want := `mayfly_build_info{layout="` + storage.LayoutCurrent + `",revision="` + b.revision + `",version="` + b.version + `"} 1`
+	for kind, listeners := range map[string][]string{
+		"edge":   {"admin", "http"},
+		"ingest": {"admin", "smtp"},
+		"all":    {"admin", "http", "smtp"},
+	} {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			env := testEnv(t, map[string]string{
+				"MAYFLY_REDIS_PREFIX": storagetest.Prefix(t),
+				"MAYFLY_HTTP_ADDR":    "127.0.0.1:0",
+				"MAYFLY_SMTP_ADDR":    "127.0.0.1:0",
+				"MAYFLY_ADMIN_ADDR":   "127.0.0.1:0",
+				"MAYFLY_DOMAINS":      "mayfly.test",
+			})
+			ctx, cancel := context.WithCancel(context.Background())
+			logs, logw := io.Pipe()
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				logw.CloseWithError(run(ctx, []string{kind}, func(k string) string { return env[k] }, io.Discard, logw))
+			}()
+			t.Cleanup(func() { cancel(); <-done })
+			// The store and its metrics are there before the node logs its
+			// HTTP or SMTP listener.
+			addrs := listeningAddrs(t, logs, listeners...)
+			metrics := get(t, http.DefaultClient, "http://"+addrs["admin"]+"/metrics")
+			got := regexp.MustCompile(`(?m)^mayfly_build_info.*$`).FindAllString(metrics, -1)
+			if len(got) != 1 || got[0] != want {
+				t.Errorf("%s /metrics: %q, want one %s", kind, got, want)
+			}
+		})
 	}
 }

@@ -176,6 +176,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		MinReplicas: cfg.minReplicas, ReplicaTimeout: cfg.replicaTimeout, Logger: log,
 	})
 	registerWriteStats(reg, store)
+	registerBuildInfo(reg, bin, store.WriteLayout)
 	limiter := ratelimit.New(client, ratelimit.Config{
 		KeyPrefix: cfg.redisPrefix, RequestsPerSecond: cfg.ratePerSecond,
 		CreatePerMinute: cfg.createPerMinute, CreatePerHour: cfg.createPerHour, CreatePerDay: cfg.createPerDay,

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -106,5 +107,36 @@ func TestVersionUnstamped(t *testing.T) {
 	}
 	if got, want := strings.TrimSpace(out.String()), strings.Join(versionLines(b), "\n"); got != want {
 		t.Errorf("mayfly version printed\n%s\nwant\n%s", got, want)
+	}
+}
+
+// TestChangelogLayouts: every section of CHANGELOG.md says which storage
+// layout it writes and reads, and every layout this release knows is named
+// by one of them (a new layout is a changelog line).
+func TestChangelogLayouts(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile("../../CHANGELOG.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sections := regexp.MustCompile(`(?m)^## `).Split(string(b), -1)[1:]
+	if len(sections) < 3 || !strings.HasPrefix(sections[0], "Unreleased\n") {
+		t.Fatalf("CHANGELOG.md: %d sections, want Unreleased first, then the releases", len(sections))
+	}
+	var layoutLines string
+	for _, s := range sections {
+		heading, _, _ := strings.Cut(s, "\n")
+		_, rest, ok := strings.Cut(s, "\nStorage layout: ")
+		if !ok {
+			t.Errorf("CHANGELOG.md section %q has no \"Storage layout:\" line", heading)
+			continue
+		}
+		para, _, _ := strings.Cut(rest, "\n\n")
+		layoutLines += para + "\n"
+	}
+	for _, l := range storage.Layouts {
+		if !strings.Contains(layoutLines, l) {
+			t.Errorf("no Storage layout line of CHANGELOG.md names layout %s", l)
+		}
 	}
 }

@@ -176,7 +176,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		MinReplicas: cfg.minReplicas, ReplicaTimeout: cfg.replicaTimeout, Logger: log,
 	})
 	registerWriteStats(reg, store)
-	registerBuildInfo(reg, bin, store.WriteLayout)
 	limiter := ratelimit.New(client, ratelimit.Config{
 		KeyPrefix: cfg.redisPrefix, RequestsPerSecond: cfg.ratePerSecond,
 		CreatePerMinute: cfg.createPerMinute, CreatePerHour: cfg.createPerHour, CreatePerDay: cfg.createPerDay,
@@ -184,7 +183,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	})
 	// The layout this node writes: decided with the fleet before any write.
 	guard, err := storage.NewLayoutGuard(client, storage.GuardConfig{
-		KeyPrefix: cfg.redisPrefix, Setting: cfg.writeLayout, Version: cli.Version(), Logger: log,
+		KeyPrefix: cfg.redisPrefix, Setting: cfg.writeLayout, Version: bin.version, Logger: log,
 	})
 	if err != nil {
 		closeListeners()
@@ -201,6 +200,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	applyLayout(layout)
 	log.Info("storage layout", "writes", layout, "fleet", guard.Fleet(), "reads", strings.Join(storage.Layouts, ","))
+	registerBuildInfo(reg, bin, store.WriteLayout) // the guard's layout, and each one it follows
 	guardCtx, stopGuard := context.WithCancel(context.Background())
 	defer stopGuard()
 	go guard.Run(guardCtx, applyLayout)

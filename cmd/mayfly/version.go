@@ -61,12 +61,13 @@ func readBuild() build {
 
 // printVersion writes `mayfly version`: the first line as before ("mayfly
 // <version>"), then one "name: value" line each. Without Redis it can only
-// say which layouts the binary reads and which it writes by default; a
-// running node's own write layout is mayfly_build_info's layout label.
+// say which layouts the binary reads and which it writes on a fresh
+// cluster; a running node writes what MAYFLY_STORAGE_WRITE_LAYOUT or the
+// fleet's layout guard says, mayfly_build_info's layout label.
 func printVersion(w io.Writer, b build) {
 	fmt.Fprintf(w, "mayfly %s\n", b.version)
 	fmt.Fprintf(w, "revision: %s\n", b.revision)
 	fmt.Fprintf(w, "go: %s %s/%s\n", b.goVersion, runtime.GOOS, runtime.GOARCH)
-	fmt.Fprintf(w, "write layout: %s (the default)\n", storage.LayoutCurrent)
+	fmt.Fprintf(w, "write layout: %s on a fresh cluster (else MAYFLY_STORAGE_WRITE_LAYOUT or the fleet's)\n", storage.LayoutCurrent)
 	fmt.Fprintf(w, "read layouts: %s\n", strings.Join(storage.Layouts, ", "))
 }

@@ -21,7 +21,7 @@ func versionLines(b build) []string {
 		"mayfly " + b.version,
 		"revision: " + b.revision,
 		"go: " + runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH,
-		"write layout: " + storage.LayoutCurrent + " (the default)",
+		"write layout: " + storage.LayoutCurrent + " on a fresh cluster (else MAYFLY_STORAGE_WRITE_LAYOUT or the fleet's)",
 		"read layouts: " + strings.Join(storage.Layouts, ", "),
 	}
 }

@@ -80,6 +80,10 @@ var settings = []setting{
 	{"MAYFLY_RATE_CREATE_PER_DAY", "20", "mailbox creations per client IP per day"},
 	{"MAYFLY_RATE_ACTIVE_PER_IP", "5", "live mailboxes per client IP"},
 	{"MAYFLY_RATE_GLOBAL_CREATE_PER_MINUTE", "5000", "mailbox creations per minute across the whole service"},
+	{"MAYFLY_RATE_NET_CREATE_PER_MINUTE", "60", "mailbox creations per minute per network (IPv4 /24, IPv6 /48), counting the attempts each client's own limits admitted; past it 429 CREATION_RATE_LIMITED. One network gets at most 1.2% of the default global cap, so one IPv6 /48 (65,536 /64s) cannot take it; a large NAT is one client and meets the per-IP limits first. Never below MAYFLY_RATE_CREATE_PER_MINUTE (a network holds at least one client). Counted while the fleet writes storage layout 2026-11-26 or later"},
+	{"MAYFLY_RATE_NET_CREATE_PER_HOUR", "600", "mailbox creations per hour per network (as MAYFLY_RATE_NET_CREATE_PER_MINUTE; never below MAYFLY_RATE_CREATE_PER_HOUR)"},
+	{"MAYFLY_RATE_NET_CREATE_PER_DAY", "2000", "mailbox creations per day per network (as MAYFLY_RATE_NET_CREATE_PER_MINUTE; never below MAYFLY_RATE_CREATE_PER_DAY): 100 clients at their day's 20"},
+	{"MAYFLY_RATE_NET_ACTIVE", "300", "live mailboxes per network (IPv4 /24, IPv6 /48); past it 429 ACTIVE_INBOX_LIMIT: 60 clients at their cap of 5; never below MAYFLY_RATE_ACTIVE_PER_IP. Counted while the fleet writes storage layout 2026-11-26 or later"},
 	{"MAYFLY_MAILBOX_MAX_MESSAGES", "100", "messages kept per mailbox; the oldest is evicted first"},
 	{"MAYFLY_MAILBOX_MAX_BYTES", "8388608", "stored bytes per mailbox; the oldest messages are evicted first"},
 	{"MAYFLY_MESSAGE_MAX_BYTES", "2097152", "stored bytes of one message (headers shown plus bodies); bodies are truncated to fit"},
@@ -121,6 +125,10 @@ type config struct {
 	createPerDay    int
 	activePerIP     int
 	globalPerMinute int
+	netPerMinute    int
+	netPerHour      int
+	netPerDay       int
+	netActive       int
 	maxMessages     int
 	maxMailboxBytes int
 	maxMessageBytes int
@@ -162,6 +170,10 @@ func loadConfig(getenv func(string) string) (config, error) {
 		createPerDay:    p.positive("MAYFLY_RATE_CREATE_PER_DAY"),
 		activePerIP:     p.positive("MAYFLY_RATE_ACTIVE_PER_IP"),
 		globalPerMinute: p.positive("MAYFLY_RATE_GLOBAL_CREATE_PER_MINUTE"),
+		netPerMinute:    p.positive("MAYFLY_RATE_NET_CREATE_PER_MINUTE"),
+		netPerHour:      p.positive("MAYFLY_RATE_NET_CREATE_PER_HOUR"),
+		netPerDay:       p.positive("MAYFLY_RATE_NET_CREATE_PER_DAY"),
+		netActive:       p.positive("MAYFLY_RATE_NET_ACTIVE"),
 		maxMessages:     p.positive("MAYFLY_MAILBOX_MAX_MESSAGES"),
 		maxMailboxBytes: p.positive("MAYFLY_MAILBOX_MAX_BYTES"),
 		maxMessageBytes: p.positive("MAYFLY_MESSAGE_MAX_BYTES"),

@@ -180,6 +180,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		KeyPrefix: cfg.redisPrefix, RequestsPerSecond: cfg.ratePerSecond,
 		CreatePerMinute: cfg.createPerMinute, CreatePerHour: cfg.createPerHour, CreatePerDay: cfg.createPerDay,
 		ActivePerClient: cfg.activePerIP, GlobalCreatePerMinute: cfg.globalPerMinute,
+		NetCreatePerMinute: cfg.netPerMinute, NetCreatePerHour: cfg.netPerHour,
+		NetCreatePerDay: cfg.netPerDay, NetActive: cfg.netActive,
 	})
 	// The layout this node writes: decided with the fleet before any write.
 	guard, err := storage.NewLayoutGuard(client, storage.GuardConfig{
@@ -192,6 +194,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	applyLayout := func(layout string) {
 		_ = store.SetWriteLayout(layout) // a name the guard checked
 		limiter.SetZSetSlots(layout == storage.Layout20261124)
+		limiter.SetNetworkShares(layout >= storage.Layout20261126)
 	}
 	layout, err := checkLayout(ctx, guard, log)
 	if err != nil {

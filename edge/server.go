@@ -186,7 +186,9 @@ func (s *Server) Serve(ln net.Listener) error {
 }
 
 // Shutdown stops accepting, ends every event stream, and waits for requests
-// in flight until ctx ends.
+// in flight until ctx ends. The caller drains first (cmd/mayfly's
+// MAYFLY_DRAIN_DELAY): by now the load balancer sends new connections to
+// other nodes, so a stream's client that reconnects lands on one of them.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.stopOnce.Do(func() { close(s.stopStreams) })
 	err := s.http.ShutdownWithContext(ctx)
@@ -198,6 +200,16 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		return ctx.Err()
 	}
 	return err
+}
+
+// shutdownHint is what an event stream writes before it ends at Shutdown: a
+// retry field (the reconnection delay an EventSource waits, its 3 s for a
+// stream that merely ended otherwise) of 0.25-1.25 s, spread so that the
+// streams of a node do not all come back in the same instant, and a comment
+// saying why, then the stream ends cleanly. The client reconnects to another
+// node, and lists (the spec's client does after any reconnect).
+func shutdownHint() string {
+	return "retry: " + strconv.Itoa(250+rand.IntN(1000)) + "\n: node shutting down; reconnect\n\n"
 }
 
 // Handler returns the request handler (for tests that serve it themselves).

@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -132,8 +133,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	var client rueidis.Client // set once connected; /readyz is 503 until then
 	ready := make(chan struct{})
+	var draining atomic.Bool // from the stop signal on, /readyz is 503
 	withPprof := pprofEnabled(cfg.adminPprof, adminLn.Addr())
 	mux := adminMux(reg, func(ctx context.Context) error {
+		if draining.Load() {
+			return errDraining
+		}
 		select {
 		case <-ready:
 		default:
@@ -248,7 +253,22 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		closeListeners()
 		return err
 	}
-	log.Info("shutting down")
+	// The drain: /readyz answers 503 while the node keeps serving, so that
+	// load balancers (haproxy's checks, Kubernetes' readiness probe) stop
+	// sending it new connections before its listeners close. Only then do
+	// the servers stop: the listeners close, event streams end with a
+	// reconnect hint (their clients reconnect to another node and list),
+	// and requests and SMTP transactions in flight finish.
+	draining.Store(true)
+	if cfg.drainDelay > 0 {
+		log.Info("draining: /readyz answers 503, still serving", "drain_delay", cfg.drainDelay.String())
+		select {
+		case <-time.After(cfg.drainDelay):
+		case err := <-serveErr:
+			log.Error("draining", "err", err)
+		}
+	}
+	log.Info("shutting down", "shutdown_timeout", cfg.shutdownTimeout.String())
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.shutdownTimeout)
 	defer cancel()
 	// Both servers drain at once, within the one shutdown budget.

@@ -93,7 +93,8 @@ cmd_down() {
 		while read -r pid; do
 			[[ -n $pid ]] && kill -TERM "$pid" 2>/dev/null || true
 		done <"$dir/pids"
-		# Nodes drain for up to their shutdown timeout; past 10 s, kill.
+		# Nodes drain (MAYFLY_DRAIN_DELAY, 5 s: their /readyz is 503 while
+		# they serve on), then finish what is in flight; past 10 s, kill.
 		for _ in $(seq 100); do
 			local alive=
 			while read -r pid; do

@@ -139,6 +139,7 @@ type Server struct {
 	streamWG    sync.WaitGroup
 	stopStreams chan struct{} // closed by Shutdown: every stream ends
 	stopOnce    sync.Once
+	draining    atomic.Bool // set by Drain
 }
 
 // New returns an edge server. metrics may be nil.
@@ -184,6 +185,15 @@ func (s *Server) Serve(ln net.Listener) error {
 		func(kind string) { s.metrics.rejections.WithLabelValues(kind).Inc() })
 	return s.http.Serve(s.guard)
 }
+
+// Drain marks the node as going away while it still serves: every answer
+// from now on closes its connection (Connection: close), so that a client
+// holding a keep-alive connection to this node (through a TCP load
+// balancer such as a Kubernetes Service, which balances connections, not
+// requests) opens a new one for its next request, and the balancer, which
+// no longer lists the node, sends it elsewhere. Event streams are left
+// alone until Shutdown.
+func (s *Server) Drain() { s.draining.Store(true) }
 
 // Shutdown stops accepting, ends every event stream, and waits for requests
 // in flight until ctx ends. The caller drains first (cmd/mayfly's

@@ -19,8 +19,9 @@ import (
 // TestDrain stops a `mayfly all` node as SIGTERM does (run's context ends)
 // and follows the drain from outside, on its real listeners: /readyz answers
 // 503 "draining" at once while /healthz stays 200; for MAYFLY_DRAIN_DELAY
-// the node keeps serving (new API connections, new SMTP sessions and new
-// transactions on open ones all succeed, the event stream stays open);
+// the node keeps serving (API requests on kept and new connections, new
+// SMTP sessions and new transactions on open ones all succeed, the event
+// stream stays open), its API answers closing their connections;
 // then its HTTP and SMTP listeners close, the event stream ends cleanly
 // with a retry hint, an SMTP transfer that was mid-DATA throughout gets its
 // 250, a session between transactions gets 421 at its next command, and
@@ -94,6 +95,20 @@ func TestDrain(t *testing.T) {
 	}
 	between := dialSMTP(t, addrs["smtp"])
 
+	kept := func() *http.Response { // a request on client's keep-alive connection
+		t.Helper()
+		res, err := client.Get(api + "/messages")
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		return res
+	}
+	if res := kept(); res.Close {
+		t.Fatal("an answer before the drain closed its connection")
+	}
+
 	stopped := time.Now()
 	cancel() // what SIGTERM does: main's signal.NotifyContext ends run's context
 
@@ -111,8 +126,13 @@ func TestDrain(t *testing.T) {
 		t.Errorf("/healthz = %d while draining, want 200 (the process is alive)", code)
 	}
 
-	// Still serving: new API connections, a new SMTP session, a new
-	// transaction on an open one.
+	// Still serving: a kept connection (whose answer now closes it, so
+	// that the client's next request goes through the load balancer
+	// again), new API connections, a new SMTP session, a new transaction
+	// on an open one.
+	if res := kept(); res.StatusCode != http.StatusOK || !res.Close {
+		t.Errorf("GET /messages on a kept connection while draining: %d, Connection: close %v; want 200 and close", res.StatusCode, res.Close)
+	}
 	fresh := &http.Client{Jar: jar, Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	for range 3 {
 		call(t, fresh, "GET", api+"/messages", "", http.StatusOK, nil)

@@ -218,6 +218,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	// Each server reports its end on serveErr; stops are called on shutdown.
 	serveErr := make(chan error, 2)
 	var stops []func(context.Context) error
+	var drains []func() // called when the drain starts
 	if serveHTTP {
 		api := edge.New(store, limiter, edge.Config{
 			Domains: cfg.domains, CookiePrefix: cfg.cookiePrefix, CookieInsecure: !cfg.cookieSecure,
@@ -232,6 +233,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			}
 		}()
 		stops = append(stops, api.Shutdown)
+		drains = append(drains, api.Drain)
 		log.Info("listening", "kind", "http", "addr", httpLn.Addr().String(), "domains", cfg.domains)
 	}
 	if serveSMTP {
@@ -255,11 +257,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	// The drain: /readyz answers 503 while the node keeps serving, so that
 	// load balancers (haproxy's checks, Kubernetes' readiness probe) stop
-	// sending it new connections before its listeners close. Only then do
+	// sending it new connections before its listeners close, and the
+	// edge's answers close their keep-alive connections. Only then do
 	// the servers stop: the listeners close, event streams end with a
 	// reconnect hint (their clients reconnect to another node and list),
 	// and requests and SMTP transactions in flight finish.
 	draining.Store(true)
+	for _, drain := range drains {
+		drain()
+	}
 	if cfg.drainDelay > 0 {
 		log.Info("draining: /readyz answers 503, still serving", "drain_delay", cfg.drainDelay.String())
 		select {

@@ -149,9 +149,9 @@ func TestDrillRollingRestart(t *testing.T) {
 				}
 				d.step(label)
 				start := time.Now()
-				stopped := d.tp.Stop(&nodes[i], 30*time.Second)
+				stopped := d.tp.StopNode(&nodes[i], 30*time.Second)
 				time.Sleep(cfg.down)
-				d.tp.Start(&nodes[i], 30*time.Second)
+				d.tp.StartNode(&nodes[i], 30*time.Second)
 				ready := time.Since(start)
 				// A planned restart waits for the node to be back in
 				// haproxy's rotation before the next one, as a rolling

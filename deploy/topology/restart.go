@@ -15,11 +15,11 @@ import (
 	"time"
 )
 
-// Stop sends SIGTERM to node, as Kubernetes, systemd or topology.sh down
+// StopNode sends SIGTERM to node, as Kubernetes, systemd or topology.sh down
 // would, and waits until its process has exited (at most within); it
 // returns how long that took. Its command line and environment are kept for
-// Start.
-func (tp *Topology) Stop(n *Node, within time.Duration) time.Duration {
+// StartNode.
+func (tp *Topology) StopNode(n *Node, within time.Duration) time.Duration {
 	tp.t.Helper()
 	argv, env := procStrings(n.PID, "cmdline"), procStrings(n.PID, "environ")
 	if len(argv) == 0 {
@@ -39,14 +39,14 @@ func (tp *Topology) Stop(n *Node, within time.Duration) time.Duration {
 	return time.Since(start)
 }
 
-// Start starts a node that Stop stopped again, with the same command line
-// and environment (so on the same ports, which haproxy's server lines
-// name), appending to the same log, and waits until its /readyz answers 200
-// (at most within). The topology's teardown stops it like the others.
-func (tp *Topology) Start(n *Node, within time.Duration) {
+// StartNode starts a node that StopNode stopped again, with the same
+// command line and environment (so on the same ports, which haproxy's
+// server lines name), appending to the same log, and waits until its
+// /readyz answers 200 (at most within). The topology's teardown stops it like the others.
+func (tp *Topology) StartNode(n *Node, within time.Duration) {
 	tp.t.Helper()
 	if len(n.argv) == 0 {
-		tp.t.Fatalf("node %s: Start without Stop", n.Admin)
+		tp.t.Fatalf("node %s: StartNode without StopNode", n.Admin)
 	}
 	log, err := os.OpenFile(filepath.Join(tp.Dir, tp.name(n)+".log"), os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {

@@ -41,7 +41,7 @@ type Node struct {
 	Addr  string // HTTP (edge) or SMTP (ingest) listener
 	Admin string // admin listener
 
-	argv, env []string // of the process Stop stopped, for Start
+	argv, env []string // of the process StopNode stopped, for StartNode
 }
 
 var (

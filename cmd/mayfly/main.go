@@ -266,12 +266,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	for _, drain := range drains {
 		drain()
 	}
+	var failed error // a listener that failed during the drain ends it
 	if cfg.drainDelay > 0 {
 		log.Info("draining: /readyz answers 503, still serving", "drain_delay", cfg.drainDelay.String())
 		select {
 		case <-time.After(cfg.drainDelay):
-		case err := <-serveErr:
-			log.Error("draining", "err", err)
+		case failed = <-serveErr:
 		}
 	}
 	log.Info("shutting down", "shutdown_timeout", cfg.shutdownTimeout.String())
@@ -287,6 +287,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		if err := <-errs; err != nil && shutdownErr == nil {
 			shutdownErr = fmt.Errorf("shutdown: %w", err)
 		}
+	}
+	if failed != nil {
+		return failed
 	}
 	return shutdownErr
 }

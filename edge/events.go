@@ -258,6 +258,7 @@ func (s *Server) serveStream(conn net.Conn, st *sseStream, rid string, replay []
 			w.end()
 			return
 		case <-s.stopStreams:
+			w.chunk(shutdownHint())
 			w.end()
 			return
 		}

@@ -87,7 +87,8 @@ var settings = []setting{
 	{"MAYFLY_MAILBOX_MAX_MESSAGES", "100", "messages kept per mailbox; the oldest is evicted first"},
 	{"MAYFLY_MAILBOX_MAX_BYTES", "8388608", "stored bytes per mailbox; the oldest messages are evicted first"},
 	{"MAYFLY_MESSAGE_MAX_BYTES", "2097152", "stored bytes of one message (headers shown plus bodies); bodies are truncated to fit"},
-	{"MAYFLY_SHUTDOWN_TIMEOUT", "10s", "how long a stopping node waits for requests in flight"},
+	{"MAYFLY_DRAIN_DELAY", "5s", "how long a node keeps serving after SIGTERM (or SIGINT) while /readyz answers 503 draining, so that load balancers stop sending it new work, before it closes its listeners, ends its event streams (clients reconnect elsewhere) and waits MAYFLY_SHUTDOWN_TIMEOUT for what is in flight; 0 closes at once. Keep it above the load balancer's time to take a node out (haproxy.cfg: about 2 s; Kubernetes: the readiness probe's period × failure threshold, plus the endpoints' propagation)"},
+	{"MAYFLY_SHUTDOWN_TIMEOUT", "10s", "how long a stopping node waits for requests in flight once its listeners are closed (after MAYFLY_DRAIN_DELAY): an SMTP message being transferred gets its reply, a session between transactions gets 421 at its next command"},
 	{"MAYFLY_LOG_LEVEL", "info", "debug, info, warn or error (JSON logs on stderr)"},
 	{"MAYFLY_ACCESS_LOG", "errors", "edge access log (one info line per answer: request_id, route pattern, method, status, duration_ms, ip; never a header or cookie): off, errors (status 400 and above) or all"},
 	{"MAYFLY_ACCESS_LOG_RATE", "1000", "access-log lines per second per edge node; past it lines are dropped and counted in mayfly_http_access_log_dropped_total"},
@@ -132,6 +133,7 @@ type config struct {
 	maxMessages     int
 	maxMailboxBytes int
 	maxMessageBytes int
+	drainDelay      time.Duration
 	shutdownTimeout time.Duration
 	logLevel        slog.Level
 	accessLog       string
@@ -177,6 +179,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		maxMessages:     p.positive("MAYFLY_MAILBOX_MAX_MESSAGES"),
 		maxMailboxBytes: p.positive("MAYFLY_MAILBOX_MAX_BYTES"),
 		maxMessageBytes: p.positive("MAYFLY_MESSAGE_MAX_BYTES"),
+		drainDelay:      p.durationOrZero("MAYFLY_DRAIN_DELAY"),
 		shutdownTimeout: p.duration("MAYFLY_SHUTDOWN_TIMEOUT"),
 		logLevel:        p.level("MAYFLY_LOG_LEVEL"),
 		accessLog:       p.choice("MAYFLY_ACCESS_LOG", "off", "errors", "all"),

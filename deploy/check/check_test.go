@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/moby/buildkit/frontend/dockerfile/instructions"
 	"github.com/moby/buildkit/frontend/dockerfile/parser"
@@ -236,6 +237,7 @@ func TestKubernetesBase(t *testing.T) {
 			t.Errorf("%s: no Service selecting its pods", name)
 		}
 		checkAdminExposure(t, o, name, pod, c)
+		checkDrain(t, name, pod, c, cm.Data)
 		if p := o.pdbs[name]; p == nil || !matches(p.Spec.Selector.MatchLabels, pod.Labels) {
 			t.Errorf("%s: no PodDisruptionBudget covering its pods", name)
 		}
@@ -320,6 +322,61 @@ func checkAdminExposure(t *testing.T, o objects, name string, pod corev1.PodTemp
 			t.Errorf("NetworkPolicy %s: clients cannot reach port %s", policy.Name, name)
 		}
 	}
+}
+
+// checkDrain holds a Deployment to the node's graceful drain (deploy/README.md,
+// "Graceful drain"): after SIGTERM the node serves on for MAYFLY_DRAIN_DELAY
+// with /readyz at 503, then finishes what is in flight within
+// MAYFLY_SHUTDOWN_TIMEOUT. The readiness probe must take the pod out well
+// within the drain delay (its period × failure threshold at most half of
+// it), and the grace period must cover the delay and the timeout, or the
+// kubelet's SIGKILL cuts the transactions the drain lets finish.
+func checkDrain(t *testing.T, name string, pod corev1.PodTemplateSpec, c corev1.Container, config map[string]string) {
+	t.Helper()
+	setting := func(key string) time.Duration {
+		v, ok := config[key]
+		if !ok {
+			v = settingDefaults(t)[key]
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Fatalf("%s = %q: %v", key, v, err)
+		}
+		return d
+	}
+	drain, shutdown := setting("MAYFLY_DRAIN_DELAY"), setting("MAYFLY_SHUTDOWN_TIMEOUT")
+	if drain <= 0 {
+		t.Errorf("%s: MAYFLY_DRAIN_DELAY %v: pods would close their listeners while still in the endpoints", name, drain)
+	}
+	if p := c.ReadinessProbe; p != nil {
+		if unready := time.Duration(p.PeriodSeconds*max(p.FailureThreshold, 1)) * time.Second; 2*unready > drain {
+			t.Errorf("%s: the readiness probe takes up to %v (periodSeconds × failureThreshold) to see a drain, over half of MAYFLY_DRAIN_DELAY %v", name, unready, drain)
+		}
+	}
+	grace := 30 * time.Second // Kubernetes' default
+	if g := pod.Spec.TerminationGracePeriodSeconds; g != nil {
+		grace = time.Duration(*g) * time.Second
+	}
+	if grace < drain+shutdown {
+		t.Errorf("%s: terminationGracePeriodSeconds %v < MAYFLY_DRAIN_DELAY %v + MAYFLY_SHUTDOWN_TIMEOUT %v", name, grace, drain, shutdown)
+	}
+}
+
+// settingDefaults are README.md's settings table's defaults: name → value
+// (without its backquotes).
+func settingDefaults(t *testing.T) map[string]string {
+	b, err := os.ReadFile(filepath.Join(repo, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	re := regexp.MustCompile("^\\| `(MAYFLY_[A-Z0-9_]+)` \\| `([^`]*)` \\|")
+	for line := range strings.Lines(string(b)) {
+		if m := re.FindStringSubmatch(line); m != nil {
+			out[m[1]] = m[2]
+		}
+	}
+	return out
 }
 
 // matches reports whether labels carry every selector pair.

@@ -164,9 +164,14 @@ func (s *Server) handleEvents(ctx *fasthttp.RequestCtx, c *call) error {
 	// (scenario F: about 12 KiB of its 30 per stream). An event-stream
 	// client sends nothing after its request, so no buffered byte is lost.
 	raw := ctx.Conn()
+	// Added here, not in the hijack handler: fasthttp runs that on a
+	// goroutine of its own after the request's connection stopped counting
+	// as open, so Shutdown, which waits for no open connection before it
+	// waits for the streams, could start waiting before the Add (a race,
+	// and a stream Shutdown would not wait for).
+	s.streamWG.Add(1)
 	ctx.HijackSetNoResponse(true)
 	ctx.Hijack(func(net.Conn) {
-		s.streamWG.Add(1)
 		go func() {
 			defer s.streams.Add(-1)
 			s.serveStream(raw, st, rid, start.Replay)

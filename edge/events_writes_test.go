@@ -17,6 +17,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/mayfly/mayfly/edge"
 	"github.com/mayfly/mayfly/ratelimit"
+	"github.com/mayfly/mayfly/storage"
 )
 
 // streamTimes sets the node's heartbeat and write timeout.
@@ -231,6 +232,25 @@ func TestEventsStalledReplayTimesOut(t *testing.T) {
 	awaitClosed(t, conn, 5*time.Second)
 }
 
+// subscribedWithin reports whether n edge subscriptions listen on the
+// mailbox's channel within d.
+func (e *env) subscribedWithin(addr string, n int64, d time.Duration) bool {
+	e.t.Helper()
+	ch := e.store.Channel(storage.TagOf(addr))
+	for deadline := time.Now().Add(d); ; time.Sleep(20 * time.Millisecond) {
+		res, err := e.client.Do(context.Background(), e.client.B().PubsubShardnumsub().Channel(ch).Build()).ToArray()
+		if err != nil || len(res) != 2 {
+			e.t.Fatalf("PUBSUB SHARDNUMSUB: %v %v", res, err)
+		}
+		if got, _ := res[1].AsInt64(); got == n {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+}
+
 // TestEventsStalledReplayTakenOver: a stream stalled in its replay has
 // joined the mailbox's subscription, so a newer stream for the inbox ends
 // it at once (newest wins), without waiting for its write timeout.
@@ -240,7 +260,9 @@ func TestEventsStalledReplayTakenOver(t *testing.T) {
 	conn, u := e.stalledReplay(t)
 	e.awaitMetric("mayfly_events_streams_open", 1, 5*time.Second)
 	addr := u.do("GET", "/mailboxes/current", "").data("mailbox")["address"].(string)
-	e.awaitSubscribed(addr, 1) // the stalled stream's subscription: a takeover reaches it
+	if !e.subscribedWithin(addr, 1, 5*time.Second) {
+		t.Errorf("the stalled stream has not subscribed after 5 s: no takeover reaches it")
+	}
 	second, _ := u.openStream()
 	took := e.awaitMetric("mayfly_events_streams_open", 1, 5*time.Second)
 	t.Logf("the stalled stream ended %v after the second opened", took)
@@ -255,6 +277,23 @@ func TestEventsStalledReplayTakenOver(t *testing.T) {
 	if got := e.metric("mayfly_events_write_timeouts_total"); got != 0 {
 		t.Errorf("mayfly_events_write_timeouts_total = %v, want 0: a takeover is no write timeout", got)
 	}
+}
+
+// TestEventsStalledReplayEndsOnDelete: the mailbox's deletion reaches a
+// stream stalled in its replay and ends it at once, as a revocation would.
+func TestEventsStalledReplayEndsOnDelete(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, streamTimes(time.Minute, time.Minute))
+	conn, u := e.stalledReplay(t)
+	e.awaitMetric("mayfly_events_streams_open", 1, 5*time.Second)
+	addr := u.do("GET", "/mailboxes/current", "").data("mailbox")["address"].(string)
+	if !e.subscribedWithin(addr, 1, 5*time.Second) {
+		t.Errorf("the stalled stream has not subscribed after 5 s: no deletion reaches it")
+	}
+	u.want(u.do("DELETE", "/mailboxes/current", ""), 204, "")
+	took := e.awaitMetric("mayfly_events_streams_open", 0, 5*time.Second)
+	t.Logf("the stalled stream ended %v after the deletion", took)
+	awaitClosed(t, conn, 5*time.Second)
 }
 
 // TestEventsStalledReplayShutdown: a stream stalled in its replay does not

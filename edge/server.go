@@ -140,6 +140,8 @@ type Server struct {
 	stopStreams chan struct{} // closed by Shutdown: every stream ends
 	stopOnce    sync.Once
 	draining    atomic.Bool // set by Drain
+	// event streams a write timeout ended, for the log (events.go)
+	writeTimeouts timeoutLog
 }
 
 // New returns an edge server. metrics may be nil.

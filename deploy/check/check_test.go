@@ -101,62 +101,78 @@ func load(t *testing.T, dir string) objects {
 	if k.Kind != "Kustomization" || len(k.Resources) == 0 {
 		t.Fatalf("kustomization.yaml: kind %q, %d resources", k.Kind, len(k.Resources))
 	}
-	o := objects{map[string]*appsv1.Deployment{}, map[string]*corev1.Service{}, map[string]*policyv1.PodDisruptionBudget{},
-		map[string]*autoscalingv2.HorizontalPodAutoscaler{}, map[string]*corev1.ConfigMap{},
-		map[string]*networkingv1.NetworkPolicy{}, k.Images}
+	o := newObjects()
+	o.images = k.Images
 	for _, res := range k.Resources {
 		b, err := os.ReadFile(filepath.Join(dir, res))
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i, doc := range regexp.MustCompile(`(?m)^---\s*$`).Split(string(b), -1) {
-			if strings.TrimSpace(doc) == "" {
-				continue
-			}
-			var meta struct {
-				APIVersion string `json:"apiVersion"`
-				Kind       string `json:"kind"`
-			}
-			if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
-				t.Fatalf("%s doc %d: %v", res, i, err)
-			}
-			var obj interface{ GetName() string }
-			switch meta.APIVersion + " " + meta.Kind {
-			case "apps/v1 Deployment":
-				obj = &appsv1.Deployment{}
-			case "v1 Service":
-				obj = &corev1.Service{}
-			case "policy/v1 PodDisruptionBudget":
-				obj = &policyv1.PodDisruptionBudget{}
-			case "autoscaling/v2 HorizontalPodAutoscaler":
-				obj = &autoscalingv2.HorizontalPodAutoscaler{}
-			case "v1 ConfigMap":
-				obj = &corev1.ConfigMap{}
-			case "networking.k8s.io/v1 NetworkPolicy":
-				obj = &networkingv1.NetworkPolicy{}
-			default:
-				t.Fatalf("%s doc %d: unexpected %s %s", res, i, meta.APIVersion, meta.Kind)
-			}
-			if err := yaml.UnmarshalStrict([]byte(doc), obj); err != nil {
-				t.Fatalf("%s doc %d (%s): %v", res, i, meta.Kind, err)
-			}
-			switch v := obj.(type) {
-			case *appsv1.Deployment:
-				o.deployments[v.Name] = v
-			case *corev1.Service:
-				o.services[v.Name] = v
-			case *policyv1.PodDisruptionBudget:
-				o.pdbs[v.Name] = v
-			case *autoscalingv2.HorizontalPodAutoscaler:
-				o.hpas[v.Name] = v
-			case *corev1.ConfigMap:
-				o.configMaps[v.Name] = v
-			case *networkingv1.NetworkPolicy:
-				o.policies[v.Name] = v
-			}
-		}
+		o.decode(t, res, b, false)
 	}
 	return o
+}
+
+func newObjects() objects {
+	return objects{map[string]*appsv1.Deployment{}, map[string]*corev1.Service{}, map[string]*policyv1.PodDisruptionBudget{},
+		map[string]*autoscalingv2.HorizontalPodAutoscaler{}, map[string]*corev1.ConfigMap{},
+		map[string]*networkingv1.NetworkPolicy{}, nil}
+}
+
+// decode adds every object of the YAML stream b (named res in messages) to
+// o, strictly. Objects of other kinds fail the test, or are skipped when
+// others is set (a rendered overlay may add an Ingress, a Secret...).
+func (o objects) decode(t *testing.T, res string, b []byte, others bool) {
+	t.Helper()
+	for i, doc := range regexp.MustCompile(`(?m)^---\s*$`).Split(string(b), -1) {
+		if strings.TrimSpace(doc) == "" {
+			continue
+		}
+		var meta struct {
+			APIVersion string `json:"apiVersion"`
+			Kind       string `json:"kind"`
+		}
+		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
+			t.Fatalf("%s doc %d: %v", res, i, err)
+		}
+		var obj interface{ GetName() string }
+		switch meta.APIVersion + " " + meta.Kind {
+		case "apps/v1 Deployment":
+			obj = &appsv1.Deployment{}
+		case "v1 Service":
+			obj = &corev1.Service{}
+		case "policy/v1 PodDisruptionBudget":
+			obj = &policyv1.PodDisruptionBudget{}
+		case "autoscaling/v2 HorizontalPodAutoscaler":
+			obj = &autoscalingv2.HorizontalPodAutoscaler{}
+		case "v1 ConfigMap":
+			obj = &corev1.ConfigMap{}
+		case "networking.k8s.io/v1 NetworkPolicy":
+			obj = &networkingv1.NetworkPolicy{}
+		default:
+			if others {
+				continue
+			}
+			t.Fatalf("%s doc %d: unexpected %s %s", res, i, meta.APIVersion, meta.Kind)
+		}
+		if err := yaml.UnmarshalStrict([]byte(doc), obj); err != nil {
+			t.Fatalf("%s doc %d (%s): %v", res, i, meta.Kind, err)
+		}
+		switch v := obj.(type) {
+		case *appsv1.Deployment:
+			o.deployments[v.Name] = v
+		case *corev1.Service:
+			o.services[v.Name] = v
+		case *policyv1.PodDisruptionBudget:
+			o.pdbs[v.Name] = v
+		case *autoscalingv2.HorizontalPodAutoscaler:
+			o.hpas[v.Name] = v
+		case *corev1.ConfigMap:
+			o.configMaps[v.Name] = v
+		case *networkingv1.NetworkPolicy:
+			o.policies[v.Name] = v
+		}
+	}
 }
 
 func TestKubernetesBase(t *testing.T) {
@@ -311,11 +327,13 @@ func checkAdminExposure(t *testing.T, o objects, name string, pod corev1.PodTemp
 	if !adminAllowed {
 		t.Errorf("NetworkPolicy %s: Prometheus cannot reach the admin port", policy.Name)
 	}
+	// Who may reach the public ports, and that the nodes trust no one
+	// else, is checkTrust's (trust_test.go).
 	for _, name := range public {
 		ok := false
 		for _, rule := range policy.Spec.Ingress {
 			for _, p := range rule.Ports {
-				ok = ok || (p.Port != nil && p.Port.String() == name && len(rule.From) == 0)
+				ok = ok || (p.Port != nil && p.Port.String() == name)
 			}
 		}
 		if !ok {

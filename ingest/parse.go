@@ -98,12 +98,13 @@ const (
 	partStartWindow = 8 << 10
 	// scanWorkPerByte and scanWorkSlack make the pre-scan's work bound (see
 	// scanBudget): a message of n bytes may cost it scanWorkPerByte·n +
-	// scanWorkSlack units (see costCompare). A part header read once costs
-	// about 35 units a byte, so the slack alone covers 100 KiB of part
-	// headers, and the golden corpus spends at most 2 % of its budget: the
-	// bound refuses part headers read over and over (parts that start
-	// inside the header of the part before), or a message made mostly of
-	// part headers.
+	// scanWorkSlack units (see costCompare) on its part headers. A part
+	// header read once costs about 18 units a byte, so part headers of up to
+	// 230 KiB plus 44 % of the message pass, and the golden corpus spends at
+	// most 1 % of its budget: the bound refuses part headers read over and
+	// over (parts that start inside the header of the part before), full of
+	// places where a part could end at the deepest nesting, or a message made
+	// mostly of part headers.
 	scanWorkPerByte = 8
 	scanWorkSlack   = 4 << 20
 )
@@ -141,10 +142,11 @@ type ParserConfig struct {
 	// takes: enmime and the HTML sanitizer read their input through a
 	// reader that stops them once the time is up (deadlineReader), and the
 	// message is then failed (timeout). Their cost is linear in the
-	// message but not small: a 10 MiB text part ten containers deep took
-	// enmime 3.7 s, a 10 MiB HTML body took the sanitizer 2-2.5 s (a 2-core
-	// machine shared with other work; twice as long under heavier load),
-	// where a 10 MiB attachment takes 0.1 s. Default 2 s.
+	// message but not small: a 10 MiB text part ten containers deep costs
+	// enmime 1.8 s of CPU, a 10 MiB HTML body the sanitizer 1.4 s, where a
+	// 10 MiB attachment takes 0.1 s (BenchmarkParseWorst's shapes). Being
+	// wall-clock time, it fails such a message sooner on a loaded node.
+	// Default 2 s.
 	MaxParseTime time.Duration
 }
 
@@ -453,14 +455,13 @@ type mimeScan struct {
 }
 
 // Costs of the pre-scan's part header work, in units of what looking at one
-// byte costs (a few nanoseconds): a comparison with one open boundary (a
-// function call and a short compare) costs 16, a reading of a header by
-// enmime's header reader 32 a byte (short header lines cost it that much)
-// and 1,024 a call (its buffers). Measured by the per-unit times of
-// BenchmarkParseWorst's shapes.
+// byte costs (about 2 ns): a comparison with one open boundary (a function
+// call and a short compare) costs 16, a reading of a header by enmime's
+// header reader 16 a byte (short header lines cost it 22-28 ns a byte, one
+// long line 2 ns) and 1,024 a call (its buffers).
 const (
 	costCompare      = 16
-	costHeaderByte   = 32
+	costHeaderByte   = 16
 	costHeaderReader = 1024
 )
 
@@ -486,6 +487,9 @@ func (p *Parser) prescan(raw []byte) error {
 	if err := s.declare(0, end); err != nil {
 		return err
 	}
+	// The top-level header is read once, however large (MaxHeaderBytes
+	// bounds it; a long Received chain is ordinary): only part headers count.
+	s.work = 0
 	for pos := end; pos < len(raw) && len(s.open) > 0; {
 		next := nextLine(raw, pos, len(raw))
 		line := raw[pos:next]

@@ -1,10 +1,11 @@
 // Package check validates deploy artifacts with the libraries that define
 // them: the Kubernetes objects of deploy/k8s decode strictly into the real
-// API types and run a pinned release's image, and the Dockerfile parses
-// with buildkit's own parser and stamps the version as `make build` does
-// (release_test.go). It is a module of its own so that those libraries
-// stay out of Mayfly's go.mod; deploy/test.sh runs it on every full
-// `make test`.
+// API types, run a pinned release's image and trust no range wider than
+// the ipBlocks their NetworkPolicies admit (trust_test.go), and the
+// Dockerfile parses with buildkit's own parser and stamps the version as
+// `make build` does (release_test.go). It is a module of its own so that
+// those libraries stay out of Mayfly's go.mod; deploy/test.sh runs it on
+// every full `make test`.
 package check
 
 import (

@@ -74,7 +74,7 @@ const (
 	DefaultMaxFieldRunes     = 512
 	DefaultMaxBodyBytes      = 1 << 20
 	DefaultMaxDataImageBytes = 64 << 10
-	DefaultMaxParseTime      = 2 * time.Second
+	DefaultMaxParseTime      = 10 * time.Second
 )
 
 const (
@@ -145,8 +145,11 @@ type ParserConfig struct {
 	// message but not small: a 10 MiB text part ten containers deep costs
 	// enmime 1.8 s of CPU, a 10 MiB HTML body the sanitizer 1.4 s, where a
 	// 10 MiB attachment takes 0.1 s (BenchmarkParseWorst's shapes). Being
-	// wall-clock time, it fails such a message sooner on a loaded node.
-	// Default 2 s.
+	// wall-clock time, it fails such a message sooner on a loaded node:
+	// the default, 10 s, is five times the costliest legitimate shape's CPU
+	// time, so a node that busy still parses it, and a hostile one still
+	// holds a parse slot for at most that long (it held one 4.6-16 s).
+	// Default 10 s.
 	MaxParseTime time.Duration
 }
 

@@ -42,7 +42,8 @@ type apiMix struct {
 	pace    time.Duration // between two operations of a worker
 
 	mu          sync.Mutex
-	kept        []*keptBox // inboxes selected again and again, never deleted
+	kept        []*keptBox  // inboxes selected again and again, never deleted
+	doomed      []doomedBox // inboxes made and selected, to be deleted, oldest first
 	sessions    []*http.Cookie
 	msgsDeleted []deletedMessage
 	boxDeleted  []deletedBox
@@ -89,6 +90,12 @@ type deletedBox struct {
 	scoped   *http.Cookie
 }
 
+// doomedBox is an inbox made and selected, waiting for its delete.
+type doomedBox struct {
+	deletedBox
+	session *http.Cookie
+}
+
 // answer is one HTTP answer; code 0 is a failed connection, -1 a request
 // not sent (the load ended, or no select left for the inbox).
 type answer struct {
@@ -102,9 +109,9 @@ type answer struct {
 func newAPIMix(d *drill) *apiMix {
 	m := &apiMix{d: d, workers: 4, pace: 20 * time.Millisecond,
 		http: &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16}}}
-	boxes, stock := 8, 40
+	boxes, stock, doomed := 10, 50, 40
 	if drillFull() {
-		m.workers, boxes, stock = 6, 12, 60
+		m.workers, boxes, stock, doomed = 6, 12, 80, 60
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -127,6 +134,11 @@ func newAPIMix(d *drill) *apiMix {
 		}
 		for id := range ids {
 			b.stock = append(b.stock, id)
+		}
+	}
+	for range doomed {
+		if !m.doom(ctx) {
+			d.t.Fatal("api mix: could not create its inboxes to delete")
 		}
 	}
 	return m
@@ -159,8 +171,8 @@ func prefill(smtpAddr, to string, n int) error {
 }
 
 // run is the load of m.workers clients, each turning through a select of a
-// kept inbox, a message delete and an inbox's life (create, select,
-// delete), m.pace apart, until ctx ends.
+// kept inbox, a message delete and an inbox's delete (with a new one made
+// and selected), m.pace apart, until ctx ends.
 func (m *apiMix) run(ctx context.Context) {
 	var wg sync.WaitGroup
 	for w := range m.workers {
@@ -358,11 +370,11 @@ func (m *apiMix) deleteMessage(ctx context.Context) {
 	}
 }
 
-// deleteInbox is an inbox's short life: created, selected, deleted.
-func (m *apiMix) deleteInbox(ctx context.Context) {
+// doom makes and selects an inbox to delete later, at the end of m.doomed.
+func (m *apiMix) doom(ctx context.Context) bool {
 	id, addr, scoped, ok := m.create(ctx)
 	if !ok {
-		return
+		return false
 	}
 	sel, _ := m.write(ctx, nil, "POST", "/mailboxes/"+id+"/select", "", scoped)
 	session := sessionCookie(sel.cookies)
@@ -370,19 +382,39 @@ func (m *apiMix) deleteInbox(ctx context.Context) {
 		if sel.code != -1 {
 			m.odd("select of a new inbox", sel)
 		}
-		return
+		return false
 	}
 	m.selects.Add(1)
-	a, retried := m.write(ctx, nil, "DELETE", "/mailboxes/current", "", session)
+	m.mu.Lock()
+	m.doomed = append(m.doomed, doomedBox{deletedBox{id: id, addr: addr, scoped: scoped}, session})
+	m.mu.Unlock()
+	return true
+}
+
+// deleteInbox is a turn of inboxes' short lives: one is made and selected,
+// and the oldest of m.doomed is deleted. The inboxes wait their turn for a
+// few seconds, so those deleted during the cut were made before it: none
+// can be made on the cut shard, a creation being a durable write.
+func (m *apiMix) deleteInbox(ctx context.Context) {
+	m.doom(ctx)
+	m.mu.Lock()
+	if len(m.doomed) == 0 {
+		m.mu.Unlock()
+		return
+	}
+	x := m.doomed[0]
+	m.doomed = m.doomed[1:]
+	m.mu.Unlock()
+	a, retried := m.write(ctx, nil, "DELETE", "/mailboxes/current", "", x.session)
 	switch {
 	case a.code == 204 || a.code == 401 && retried:
 		m.boxDeletes.Add(1)
 		m.mu.Lock()
-		m.boxDeleted = append(m.boxDeleted, deletedBox{id: id, addr: addr, scoped: scoped})
+		m.boxDeleted = append(m.boxDeleted, x.deletedBox)
 		m.mu.Unlock()
 	case a.code == 401:
 		m.churnLost.Add(1)
-		m.d.note(fmt.Sprintf("api mix: the session select gave %s answered 401 to its first DELETE /mailboxes/current", id))
+		m.d.note(fmt.Sprintf("api mix: the session select gave %s answered 401 to its first DELETE /mailboxes/current", x.id))
 	case a.code != -1:
 		m.odd("DELETE /mailboxes/current", a)
 	}

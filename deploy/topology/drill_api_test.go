@@ -55,10 +55,13 @@ type apiMix struct {
 	drops                                      atomic.Int64 // writes whose connection failed, each retried
 	// churnLost: a session just handed out (200) that the delete of its
 	// inbox, at its first attempt, found invalid (401).
-	churnLost  atomic.Int64
-	noStock    atomic.Int64 // message deletes skipped: no message left
-	unexpected atomic.Int64 // answers no client should get; each noted
-	w503       window
+	churnLost atomic.Int64
+	// msgsRetried, boxesRetried: deletes taken as done after a 503 or a
+	// failed connection (a 404 or 401 to the retry, or a 204).
+	msgsRetried, boxesRetried atomic.Int64
+	noStock                   atomic.Int64 // message deletes skipped: no message left
+	unexpected                atomic.Int64 // answers no client should get; each noted
+	w503                      window
 }
 
 // keptBox is an inbox the mix selects (each 200 a session checked after the
@@ -362,6 +365,9 @@ func (m *apiMix) deleteMessage(ctx context.Context) {
 	switch {
 	case a.code == 204 || a.code == 404 && retried:
 		m.msgDeletes.Add(1)
+		if retried {
+			m.msgsRetried.Add(1)
+		}
 		m.mu.Lock()
 		m.msgsDeleted = append(m.msgsDeleted, deletedMessage{box: b, id: id})
 		m.mu.Unlock()
@@ -409,6 +415,9 @@ func (m *apiMix) deleteInbox(ctx context.Context) {
 	switch {
 	case a.code == 204 || a.code == 401 && retried:
 		m.boxDeletes.Add(1)
+		if retried {
+			m.boxesRetried.Add(1)
+		}
 		m.mu.Lock()
 		m.boxDeleted = append(m.boxDeleted, x.deletedBox)
 		m.mu.Unlock()
@@ -569,8 +578,8 @@ func (m *apiMix) log(r result) {
 		r.sessionsLost, r.msgsBack, r.boxesBack, w["acked_waited"], w["acked_no_wait"], w["refused"])
 	m.d.t.Log("drill api | name | selects 200 | message deletes done | inbox deletes done | creations 201 | 503s retried | s of write 503 | sessions 200 then 401 | deleted messages back | deleted inboxes back | edges: acked after WAIT | acked without WAIT | refused (503) |")
 	m.d.t.Log("drill api " + row)
-	m.d.t.Logf("drill api | %d sessions checked | %d failed connections retried | %d churn sessions 401 at their delete | %d message deletes skipped (no stock) | %d unexpected answers |",
-		len(m.sessions), m.drops.Load(), m.churnLost.Load(), m.noStock.Load(), m.unexpected.Load())
+	m.d.t.Logf("drill api | %d sessions checked | %d message and %d inbox deletes done after a 503 | %d failed connections retried | %d sessions of inboxes to delete 401 at their delete | %d message deletes skipped (no stock) | %d unexpected answers |",
+		len(m.sessions), m.msgsRetried.Load(), m.boxesRetried.Load(), m.drops.Load(), m.churnLost.Load(), m.noStock.Load(), m.unexpected.Load())
 	appendReport(".api", row)
 }
 

@@ -28,11 +28,13 @@ import (
 //   - a deleted inbox that its scoped cookie selects again, or whose address
 //     is accepted at RCPT (550 wanted).
 //
-// The clients behave as applications on the official clients do: a 503 or
-// a dropped connection is retried after a backoff, never taken for a
-// failure. A retried delete answered 404 (message) or 401 (inbox) is taken
-// as done, as the clients' idempotent deletes take it, and checked like a
-// 204.
+// A 503 or a dropped connection is retried after a backoff, never taken for
+// a failure: the official clients retry a 503 on reads only and hand it
+// back on a select or a delete, for their caller to retry, and the drill is
+// that caller. A retried delete answered 404 (message) or 401 (inbox) is
+// taken as done and checked like a 204: the Go client's Inbox.Delete takes
+// a 401 for "already gone", and a caller retrying DeleteMessage after a 503
+// takes its 404 so.
 
 // apiMix is the API write load of one drill and what it was told.
 type apiMix struct {
@@ -40,6 +42,7 @@ type apiMix struct {
 	http    *http.Client
 	workers int
 	pace    time.Duration // between two operations of a worker
+	stocked int           // messages delivered (250) to the kept inboxes
 
 	mu          sync.Mutex
 	kept        []*keptBox  // inboxes selected again and again, never deleted
@@ -138,6 +141,7 @@ func newAPIMix(d *drill) *apiMix {
 		for id := range ids {
 			b.stock = append(b.stock, id)
 		}
+		m.stocked += stock
 	}
 	for range doomed {
 		if !m.doom(ctx) {

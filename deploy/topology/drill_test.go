@@ -772,6 +772,8 @@ func (d *drill) partition(name, primary, replica string, longer time.Duration, c
 	r := d.check(fmt.Sprintf("%s for %v", name, length))
 	d.assert(r)
 	d.mix.log(r)
+	// The 250s of the API writes' stock messages are durable writes too.
+	r.accepted += int64(d.mix.stocked)
 	w := d.durableWrites(r)
 	// Every 250 was a write acknowledged after a WAIT on the node that
 	// stored it, or one stored where no replica was listed (the promoted

@@ -145,6 +145,9 @@ type drill struct {
 	// smtpFails, apiFails: when each SMTP temporary failure and API 503
 	// happened, since the fault (bounded).
 	smtpFails, apiFails []time.Duration
+	// mix, when not nil, is API write load run beside the SMTP load and
+	// checked with it (drill_api_test.go).
+	mix *apiMix
 }
 
 type box struct {
@@ -191,6 +194,9 @@ func (d *drill) run(fault func()) {
 		})
 	}
 	wg.Go(func() { d.poll(ctx) })
+	if d.mix != nil {
+		wg.Go(func() { d.mix.run(ctx) })
+	}
 	time.Sleep(d.cfg.before)
 	d.acceptedMu.Lock() // poll and tempNote read it under the lock
 	d.faultAt = time.Now()
@@ -445,6 +451,24 @@ type result struct {
 	// a primary whose write was then refused (the sender retried, and the
 	// retry stored the message under another id).
 	phantoms int
+	// api: the drill ran the API writes (drill_api_test.go), and after the
+	// heal found sessionsLost sessions that got 200 answering 401, msgsBack
+	// deleted messages and boxesBack deleted inboxes back.
+	api                               bool
+	sessionsLost, msgsBack, boxesBack int
+}
+
+// tableHeader is the header of the drill table (deploy/README.md), row one
+// of its rows.
+const tableHeader = "| drill | sent | accepted | lost after 250 | duplicates | 5xx | s of SMTP 4xx/drops | s of API 503 | HTTP 500 | events missed | stream reconnects | sessions 200 then 401 | deleted messages back | deleted inboxes back |"
+
+func (r result) row() string {
+	api := "– | – | –"
+	if r.api {
+		api = fmt.Sprintf("%d | %d | %d", r.sessionsLost, r.msgsBack, r.boxesBack)
+	}
+	return fmt.Sprintf("| %s | %d | %d | %d | %d | %d | %.1f | %.1f | %d | %d | %d | %s |",
+		r.name, r.sent, r.accepted, r.lost, r.dups, r.perm, r.smtpWindow, r.apiWindow, r.http500, r.missedEvents, r.streams, api)
 }
 
 // check reads every mailbox back through haproxy and compares.
@@ -509,6 +533,9 @@ func (d *drill) check(name string) result {
 			r.dups += int64(n - 1)
 			d.note(fmt.Sprintf("stored %d times: %s", n, subject))
 		}
+	}
+	if d.mix != nil {
+		d.mix.check(&r)
 	}
 	report(d.t, r)
 	ended, gone := d.tp.EdgeCounter("mayfly_events_streams_node_changed_total")
@@ -581,6 +608,10 @@ func (d *drill) assert(r result) {
 	if r.missedEvents != 0 {
 		t.Errorf("%d stored messages reached their client neither as an event nor by the list after a reconnect", r.missedEvents)
 	}
+	if r.sessionsLost != 0 || r.msgsBack != 0 || r.boxesBack != 0 {
+		t.Errorf("after the heal %d sessions that got 200 answered 401, %d deleted messages and %d deleted inboxes were back; want 0, 0 and 0",
+			r.sessionsLost, r.msgsBack, r.boxesBack)
+	}
 	bound := failoverBound()
 	if d.bound > 0 {
 		bound = d.bound
@@ -605,9 +636,8 @@ var (
 // report logs one row and, with MAYFLY_DRILL_REPORT set, appends it to
 // that file as a Markdown table row (make drill writes the table).
 func report(t *testing.T, r result) {
-	row := fmt.Sprintf("| %s | %d | %d | %d | %d | %d | %.1f | %.1f | %d | %d | %d |",
-		r.name, r.sent, r.accepted, r.lost, r.dups, r.perm, r.smtpWindow, r.apiWindow, r.http500, r.missedEvents, r.streams)
-	t.Log("drill | name | sent | accepted | lost after 250 | duplicates | 5xx | s of SMTP 4xx/drops | s of API 503 | HTTP 500 | events missed | stream reconnects |")
+	row := r.row()
+	t.Log("drill " + strings.Replace(tableHeader, "| drill |", "| name |", 1))
 	t.Log("drill " + row)
 	reportMu.Lock()
 	defer reportMu.Unlock()
@@ -715,6 +745,7 @@ func (d *drill) partition(name, primary, replica string, longer time.Duration, c
 	t := d.t
 	length := partitionLength() + longer
 	d.bound = length + failoverBound()
+	d.mix = newAPIMix(d)
 	promoted := make(chan time.Duration, 1)
 	d.run(func() {
 		heal := cut()
@@ -740,6 +771,9 @@ func (d *drill) partition(name, primary, replica string, longer time.Duration, c
 	}
 	r := d.check(fmt.Sprintf("%s for %v", name, length))
 	d.assert(r)
+	d.mix.log(r)
+	// The 250s of the API writes' stock messages are durable writes too.
+	r.accepted += int64(d.mix.stocked)
 	w := d.durableWrites(r)
 	// Every 250 was a write acknowledged after a WAIT on the node that
 	// stored it, or one stored where no replica was listed (the promoted
@@ -887,11 +921,10 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	if len(reported) > 0 {
 		sort.Slice(reported, func(i, j int) bool { return reported[i].name < reported[j].name })
-		fmt.Println("| drill | sent | accepted | lost after 250 | duplicates | 5xx | s of SMTP 4xx/drops | s of API 503 | HTTP 500 | events missed | stream reconnects |")
-		fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
+		fmt.Println(tableHeader)
+		fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 		for _, r := range reported {
-			fmt.Printf("| %s | %d | %d | %d | %d | %d | %.1f | %.1f | %d | %d | %d |\n",
-				r.name, r.sent, r.accepted, r.lost, r.dups, r.perm, r.smtpWindow, r.apiWindow, r.http500, r.missedEvents, r.streams)
+			fmt.Println(r.row())
 		}
 	}
 	os.Exit(code)

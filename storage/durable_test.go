@@ -767,3 +767,73 @@ func TestSessionChangesWaitForAReplica(t *testing.T) {
 		}
 	}
 }
+
+// An answer of a durable write that finds nothing to do ("no such message",
+// "session invalid") may rest on a delete its primary has not replicated:
+// a client retrying a delete whose acknowledgement timed out must not be
+// told it is done while the delete can still be lost. Here the first try
+// of each delete meets a frozen replica (ErrNotReplicated, done on the
+// primary only), and the retry comes on another client's fresh
+// connections, which wrote nothing. Redis's WAIT there still waits for the
+// primary's whole replication stream (Redis 7.0.15: a fresh connection's
+// WAIT 1 300 against a frozen replica waits 300 ms and answers 0), so the
+// retry is ErrNotReplicated too. This test holds the durability of such
+// answers to that behaviour of the Redis it runs on: a Redis whose WAIT
+// answered at once here would need those scripts to write something first.
+func TestRetriedDeletesWaitForTheDelete(t *testing.T) {
+	t.Parallel()
+	cluster := storagetest.StartCluster(t, 3, 1)
+	prefix := "durable-fence"
+	cfg := storage.Config{KeyPrefix: prefix, ReplicaTimeout: 200 * time.Millisecond}
+	first := storage.New(cluster.Client(), cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var primary string
+	open := func() (storage.Credential, storage.Summary) {
+		t.Helper()
+		tag := storage.NewTag()
+		for primary != "" && cluster.PrimaryFor(prefix+":{"+tag+"}:box") != primary {
+			tag = storage.NewTag()
+		}
+		primary = cluster.PrimaryFor(prefix + ":{" + tag + "}:box")
+		m, scoped, err := first.Create(ctx, tag, domain, 10*time.Minute, "o")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, sess, err := first.Select(ctx, m.ID, scoped)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg, err := first.Deliver(ctx, m.Address, keyedMessage("one"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sess, msg
+	}
+	sess1, msg1 := open()
+	sess2, _ := open()
+	retry := storage.New(cluster.Client(), cfg)
+	both := func(s *storage.Store) (deleteMessage, destroy error) {
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() { defer wg.Done(); deleteMessage = s.DeleteMessage(ctx, sess1, msg1.ID) }()
+		go func() { defer wg.Done(); _, destroy = s.Destroy(ctx, sess2) }()
+		wg.Wait()
+		return
+	}
+	replica := cluster.ReplicaOf(primary)
+	cluster.Stop(replica)
+	dm, de := both(first)
+	dm2, de2 := both(retry)
+	cluster.Cont(replica)
+	for what, err := range map[string]error{"delete message": dm, "destroy": de} {
+		if !errors.Is(err, storage.ErrNotReplicated) {
+			t.Fatalf("%s with a frozen replica: %v, want ErrNotReplicated", what, err)
+		}
+	}
+	for what, err := range map[string]error{"retried delete message": dm2, "retried destroy": de2} {
+		if !errors.Is(err, storage.ErrNotReplicated) {
+			t.Errorf("%s while the replica lacks the delete: %v, want ErrNotReplicated (not done yet)", what, err)
+		}
+	}
+}

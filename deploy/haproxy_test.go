@@ -180,7 +180,9 @@ func open(t *testing.T, addr string, n int, from func(i int) netip.Addr) int {
 	// Kept: still open once haproxy has decided on every connection. A
 	// loaded machine's haproxy may not have accepted the last ones yet
 	// after a fixed wait (they look open: one run counted 201 of a 200
-	// cap), so count until two counts 300 ms apart agree.
+	// cap), so count until two counts 150 ms apart agree, within 4 s in
+	// all (haproxy closes idle connections after its 10 s http-request
+	// timeout: every one then looks refused).
 	count := func() int {
 		kept := 0
 		for _, c := range conns {
@@ -195,8 +197,8 @@ func open(t *testing.T, addr string, n int, from func(i int) netip.Addr) int {
 	}
 	time.Sleep(500 * time.Millisecond)
 	kept := count()
-	for range 20 {
-		time.Sleep(300 * time.Millisecond)
+	for range 24 {
+		time.Sleep(150 * time.Millisecond)
 		if again := count(); again == kept {
 			return kept
 		} else {

@@ -90,14 +90,9 @@ func ParseCredential(s string) (Credential, bool) {
 // 128 bits of SHA-256 (2^128 work) of a value nobody outside Redis sees.
 const digestLen = 16
 
-// digest is the one-way hash stored in Redis: the first digestLen bytes of
-// the SHA-256 of the secret, raw.
-func (c Credential) digest() string {
-	sum := sha256.Sum256(c.secret[:])
-	return string(sum[:digestLen])
-}
-
-// digestForms returns digest and the digest stored before 2026-11-25: the
+// digestForms returns the one-way hash stored in Redis (the first
+// digestLen bytes of the SHA-256 of the secret, raw) and the digest stored
+// before 2026-11-25 (layout 2026-11-24, Store.writtenDigest): the
 // whole SHA-256 as 64 hex digits. Readers still look that one up (a rolling
 // upgrade finds sessions and mailboxes stored that way).
 func (c Credential) digestForms() (cur, old string) {

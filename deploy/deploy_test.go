@@ -73,12 +73,13 @@ func TestSystemdUnitsVerify(t *testing.T) {
 	}
 }
 
-// The alert rules parse, and their unit tests (alerts_test.yml) pass.
+// The alert rules parse, and their unit tests pass: Mayfly's
+// (alerts_test.yml) and Redis's (redis-alerts_test.yml).
 func TestPrometheusRules(t *testing.T) {
 	promtool := tool(t, "promtool")
 	for _, args := range [][]string{
-		{"check", "rules", "alerts.yml"},
-		{"test", "rules", "alerts_test.yml"},
+		{"check", "rules", "alerts.yml", "redis-alerts.yml"},
+		{"test", "rules", "alerts_test.yml", "redis-alerts_test.yml"},
 	} {
 		cmd := exec.Command(promtool, args...)
 		cmd.Dir = "prometheus"

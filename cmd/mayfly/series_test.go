@@ -50,7 +50,6 @@ type series struct {
 type recorder struct {
 	node   string
 	series map[string]*series
-	err    error
 }
 
 func (r *recorder) MustRegister(cs ...prometheus.Collector) {

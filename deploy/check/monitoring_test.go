@@ -129,7 +129,7 @@ func selectorName(vs *parser.VectorSelector) string {
 		return vs.Name
 	}
 	for _, m := range vs.LabelMatchers {
-		if m.Name == labels.MetricName && m.Type == labels.MatchEqual {
+		if m.Name == model.MetricNameLabel && m.Type == labels.MatchEqual {
 			return m.Value
 		}
 	}
@@ -156,7 +156,7 @@ func (c catalog) check(expr string, templated ...string) []string {
 				return nil
 			}
 			for _, m := range n.LabelMatchers {
-				if m.Name == labels.MetricName {
+				if m.Name == model.MetricNameLabel {
 					continue
 				}
 				if !slices.Contains(ls, m.Name) {

@@ -1,12 +1,14 @@
 package deploy
 
 import (
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -109,35 +111,92 @@ func TestRunbooksCoverAlerts(t *testing.T) {
 	}
 }
 
-// The runbooks' `sh redis` blocks run as written against a throwaway Redis
-// Cluster with replicas (REDIS_HOST, REDIS_PORT: one of its nodes), each
-// under bash -euo pipefail: a misspelt command, a flag redis-cli lacks or a
-// grep that matches nothing fails here, not during an incident.
-func TestRunbookRedisCommands(t *testing.T) {
-	tool(t, "redis-cli")
-	bash := tool(t, "bash")
-	_, _, blocks := readRunbooks(t)
-	var redis []runbookBlock
-	for _, b := range blocks {
-		if b.info == "sh redis" {
-			redis = append(redis, b)
+// startNode builds cmd/mayfly and runs `mayfly all` on the Redis at addrs,
+// on loopback ports; it returns the admin listener's URL once /readyz
+// answers 200. The node gets SIGTERM at the test's end.
+func startNode(t *testing.T, addrs []string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "mayfly")
+	if out, err := exec.Command(tool(t, "go"), "build", "-o", bin, "../cmd/mayfly").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	admin := freeAddr(t)
+	cmd := exec.Command(bin, "all")
+	cmd.Env = append(os.Environ(), "MAYFLY_REDIS_ADDRS="+strings.Join(addrs, ","),
+		"MAYFLY_HTTP_ADDR="+freeAddr(t), "MAYFLY_SMTP_ADDR="+freeAddr(t), "MAYFLY_ADMIN_ADDR="+admin,
+		"MAYFLY_REDIS_PREFIX=runbook:", "MAYFLY_DRAIN_DELAY=0s", "MAYFLY_COOKIE_SECURE=false")
+	var log strings.Builder
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(15 * time.Second):
+			cmd.Process.Kill()
+			<-exited
+		}
+	})
+	url := "http://" + admin
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		select {
+		case <-exited:
+			t.Fatalf("mayfly all exited:\n%s", log.String())
+		default:
+		}
+		if r, err := http.Get(url + "/readyz"); err == nil {
+			r.Body.Close()
+			if r.StatusCode == http.StatusOK {
+				return url
+			}
 		}
 	}
-	if len(redis) < 5 {
-		t.Fatalf("%d sh redis blocks in RUNBOOKS.md, want the runbooks' Redis checks", len(redis))
+	t.Fatalf("mayfly all not ready within 20 s:\n%s", log.String())
+	return ""
+}
+
+// The runbooks' `sh redis` and `sh node` blocks run as written, each under
+// bash -euo pipefail, against a throwaway Redis Cluster with replicas
+// (REDIS_HOST, REDIS_PORT: one of its nodes) and a `mayfly all` node on it
+// (ADMIN): a misspelt command, a flag redis-cli lacks, a renamed metric or
+// a grep that matches nothing fails here, not during an incident.
+func TestRunbookCommands(t *testing.T) {
+	tool(t, "redis-cli")
+	tool(t, "curl")
+	bash := tool(t, "bash")
+	_, _, blocks := readRunbooks(t)
+	var run []runbookBlock
+	n := map[string]int{}
+	for _, b := range blocks {
+		if b.info == "sh redis" || b.info == "sh node" {
+			run = append(run, b)
+			n[b.info]++
+		}
+	}
+	if n["sh redis"] < 5 || n["sh node"] < 4 {
+		t.Fatalf("RUNBOOKS.md has %v blocks to run, want the runbooks' Redis and node checks", n)
 	}
 	c := storagetest.StartCluster(t, 3, 1)
 	primary := c.PrimaryFor("runbook") // stays up: its replica is killed below
 	host, port, _ := strings.Cut(primary, ":")
-	for _, b := range redis {
+	env := append(os.Environ(), "REDIS_HOST="+host, "REDIS_PORT="+port, "ADMIN="+startNode(t, c.Addrs()))
+	var redis []runbookBlock
+	for _, b := range run {
+		if b.info == "sh redis" {
+			redis = append(redis, b)
+		}
 		cmd := exec.Command(bash, "-euo", "pipefail", "-c", b.text)
-		cmd.Env = append(os.Environ(), "REDIS_HOST="+host, "REDIS_PORT="+port)
+		cmd.Env = env
 		out, err := cmd.CombinedOutput()
 		if err != nil || len(strings.TrimSpace(string(out))) == 0 {
 			t.Errorf("## %s: block\n%s\n%v, output:\n%s", b.section, b.text, err, out)
 			continue
 		}
-		t.Logf("## %s:\n%s", b.section, out)
+		t.Logf("## %s (%s):\n%s", b.section, b.info, out)
 	}
 
 	// The check for a primary without a replica names it once its only
@@ -153,7 +212,7 @@ func TestRunbookRedisCommands(t *testing.T) {
 	var out []byte
 	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
 		cmd := exec.Command(bash, "-euo", "pipefail", "-c", without.text)
-		cmd.Env = append(os.Environ(), "REDIS_HOST="+host, "REDIS_PORT="+port)
+		cmd.Env = env
 		if out, _ = cmd.CombinedOutput(); strings.Contains(string(out), want+"\n") {
 			return
 		}

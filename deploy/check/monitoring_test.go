@@ -547,3 +547,28 @@ func TestQueryCheck(t *testing.T) {
 		}
 	}
 }
+
+// The Prometheus queries of deploy/RUNBOOKS.md (curl … --data-urlencode
+// 'query=…') name only registered series and labels, like the
+// dashboard's, and their jq filters only labels the result carries.
+func TestRunbookQueries(t *testing.T) {
+	c := loadCatalog(t)
+	b, err := os.ReadFile(filepath.Join(repo, "deploy", "RUNBOOKS.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	re := regexp.MustCompile(`--data-urlencode 'query=([^']+)'(.*)`)
+	matches := re.FindAllStringSubmatch(string(b), -1)
+	if len(matches) < 5 {
+		t.Fatalf("%d queries in RUNBOOKS.md", len(matches))
+	}
+	for _, m := range matches {
+		var jq []string
+		for _, l := range regexp.MustCompile(`\.metric\.(\w+)`).FindAllStringSubmatch(m[2], -1) {
+			jq = append(jq, "{{"+l[1]+"}}")
+		}
+		for _, problem := range c.check(m[1], jq...) {
+			t.Errorf("RUNBOOKS.md: %s", problem)
+		}
+	}
+}

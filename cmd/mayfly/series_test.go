@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -112,10 +113,10 @@ func (r *recorder) Register(c prometheus.Collector) error {
 		}
 		name, err1 := strconv.Unquote(m[1])
 		help, err2 := strconv.Unquote(m[2])
-		if err := cmpOr(err1, err2); err != nil {
+		if err := cmp.Or(err1, err2); err != nil {
 			return fmt.Errorf("descriptor %s: %w", d, err)
 		}
-		typ := cmpOr(vecType, collected[d.String()])
+		typ := cmp.Or(vecType, collected[d.String()])
 		if typ == "" {
 			return fmt.Errorf("%s: collected nothing, its type is unknown", name)
 		}
@@ -178,16 +179,6 @@ func sortedAdd(list []string, v string) []string {
 		list = slices.Insert(list, i, v)
 	}
 	return list
-}
-
-func cmpOr[T comparable](vals ...T) T {
-	var zero T
-	for _, v := range vals {
-		if v != zero {
-			return v
-		}
-	}
-	return zero
 }
 
 // registeredSeries registers what run registers on a node of each kind, on

@@ -185,8 +185,8 @@ func sortedAdd(list []string, v string) []string {
 // recorders, through the same functions: the durable-write counters and
 // build info of every node, then the edge's and the ingest's series, which
 // their servers add as they are built (the caps). It returns the mayfly_*
-// series by name; the Go and process collectors' series are left out (they
-// follow the Go release).
+// series by name: run's Go and process collectors are not registered here
+// (their series follow the Go release, and no alert or panel reads them).
 func registeredSeries(t testing.TB) map[string]*series {
 	t.Helper()
 	all := map[string]*series{}

@@ -32,7 +32,7 @@ type connGuard struct {
 	perIP     int            // per client
 	perNet    int            // per network
 	exempt    []netip.Prefix // trusted proxies: one peer carries many clients
-	open      atomic.Int64
+	open      *atomic.Int64  // the server's (mayfly_http_conns_open)
 	mu        sync.Mutex
 	byIP      map[netip.Prefix]int // by client
 	byNet     map[netip.Prefix]int // by network
@@ -51,11 +51,11 @@ func refusal() []byte {
 		"\r\nConnection: close\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body)
 }
 
-func newConnGuard(ln net.Listener, log *slog.Logger, maxConns, perIP, perNet int, exempt []netip.Prefix, refused func(string)) *connGuard {
+func newConnGuard(ln net.Listener, log *slog.Logger, open *atomic.Int64, maxConns, perIP, perNet int, exempt []netip.Prefix, refused func(string)) *connGuard {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &connGuard{Listener: ln, log: log, maxConns: maxConns, perIP: perIP, perNet: perNet, exempt: exempt,
+	return &connGuard{Listener: ln, log: log, open: open, maxConns: maxConns, perIP: perIP, perNet: perNet, exempt: exempt,
 		byIP: map[netip.Prefix]int{}, byNet: map[netip.Prefix]int{}, refused: refused, closed: make(chan struct{})}
 }
 

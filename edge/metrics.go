@@ -54,9 +54,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-// registerStreams adds the event-stream gauges of server s: how many are
-// open and the node's cap (MaxStreams), so an alert can compare the two.
-func (m *Metrics) registerStreams(s *Server) {
+// registerServer adds the gauges of server s that an alert compares: the
+// open event streams and connections, each beside the node's cap on them
+// (MaxStreams, MaxConns), so that "near the cap" is one division whatever
+// the node's settings.
+func (m *Metrics) registerServer(s *Server) {
 	if m.reg == nil {
 		return
 	}
@@ -67,5 +69,11 @@ func (m *Metrics) registerStreams(s *Server) {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "mayfly_events_streams_max", Help: "The node's cap on open event streams (MAYFLY_MAX_STREAMS).",
 		}, func() float64 { return float64(s.cfg.MaxStreams) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "mayfly_http_conns_open", Help: "Open HTTP connections on this node (event streams included).",
+		}, func() float64 { return float64(s.conns.Load()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "mayfly_http_conns_max", Help: "The node's cap on open HTTP connections (MAYFLY_HTTP_MAX_CONNS, lowered to what the file-descriptor limit allows); past it a connection gets 503 and is closed.",
+		}, func() float64 { return float64(s.cfg.MaxConns) }),
 	)
 }

@@ -136,6 +136,7 @@ type Server struct {
 	hub         *hub
 	streams     atomic.Int64 // open event streams, for MaxStreams
 	guard       *connGuard   // set by Serve
+	conns       atomic.Int64 // open connections, counted by guard
 	streamWG    sync.WaitGroup
 	stopStreams chan struct{} // closed by Shutdown: every stream ends
 	stopOnce    sync.Once
@@ -176,14 +177,14 @@ func New(store Mailboxes, limiter Limiter, cfg Config, log *slog.Logger, metrics
 		KeepHijackedConns: true,
 		Logger:            slogPrinter{log},
 	}
-	s.metrics.registerStreams(s)
+	s.metrics.registerServer(s)
 	return s
 }
 
 // Serve accepts connections on ln until Shutdown, within the connection
 // caps, and outlives accept errors such as running out of descriptors.
 func (s *Server) Serve(ln net.Listener) error {
-	s.guard = newConnGuard(ln, s.log, s.cfg.MaxConns, s.cfg.ConnsPerIP, s.cfg.ConnsPerNet, s.cfg.TrustedProxies,
+	s.guard = newConnGuard(ln, s.log, &s.conns, s.cfg.MaxConns, s.cfg.ConnsPerIP, s.cfg.ConnsPerNet, s.cfg.TrustedProxies,
 		func(kind string) { s.metrics.rejections.WithLabelValues(kind).Inc() })
 	return s.http.Serve(s.guard)
 }

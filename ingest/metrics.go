@@ -17,6 +17,7 @@ type Metrics struct {
 	latency     prometheus.Histogram     // end of DATA until the reply: parse plus deliveries
 	stage       *prometheus.HistogramVec // parse and deliver separately
 	redisErrors prometheus.Counter
+	reg         prometheus.Registerer // for the series New adds (nil: none)
 }
 
 // NewMetrics registers the ingest series on reg (nil: unregistered, for
@@ -60,5 +61,23 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	if reg != nil {
 		reg.MustRegister(m.sessions, m.lingering, m.buffered, m.messages, m.rejections, m.stored, m.failed, m.latency, m.stage, m.redisErrors)
 	}
+	m.reg = reg
 	return m
+}
+
+// registerCaps adds the caps of server s beside the gauges they bound
+// (mayfly_smtp_sessions_open, mayfly_smtp_buffered_bytes), so that an alert
+// on a node near its cap is one division whatever the node's settings.
+func (m *Metrics) registerCaps(s *Server) {
+	if m.reg == nil {
+		return
+	}
+	m.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "mayfly_smtp_sessions_max", Help: "The node's cap on SMTP sessions (MAYFLY_SMTP_MAX_SESSIONS); past it a connection gets 421 4.4.5.",
+		}, func() float64 { return float64(s.cfg.MaxSessions) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "mayfly_smtp_buffer_bytes_max", Help: "The node's cap on message bytes held by transfers in progress (MAYFLY_SMTP_BUFFER_BYTES); a DATA that finds no room gets 451 4.3.1.",
+		}, func() float64 { return float64(s.cfg.MaxBufferBytes) }),
+	)
 }

@@ -96,6 +96,7 @@ func New(store Deliverer, limiter Limiter, parser *Parser, cfg Config, log *slog
 	srv.TLSConfig = s.cfg.TLSConfig
 	srv.ErrorLog = smtpLogger{log}
 	s.smtp = srv
+	metrics.registerCaps(s)
 	return s
 }
 

@@ -155,6 +155,7 @@ func runAllFlow(t *testing.T, env map[string]string) string {
 			t.Errorf("/metrics lacks %q", series)
 		}
 	}
+	checkScrapeRegistered(t, metrics)
 
 	cancel()
 	select {

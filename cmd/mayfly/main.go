@@ -39,7 +39,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+	if err := run(ctx, os.Args[1:], os.Environ(), os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "mayfly:", err)
 		os.Exit(1)
 	}
@@ -54,14 +54,17 @@ commands:
   inbox   the client tool: create an inbox, wait for mail, read it
           (mayfly inbox --help; clients/go/cli)
   version print the version, revision, Go version and storage layouts
+  settings print every MAYFLY_* setting: its value, default and source
+          (env or default; secrets masked), and what would stop a node
 
 Every node command also serves the admin endpoints (MAYFLY_ADMIN_ADDR).
 
 Configuration is read from MAYFLY_* environment variables; see README.md.
 `
 
-// run runs the node named by args until ctx ends. Tests call it too.
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+// run runs the node named by args until ctx ends, configured by environ
+// (KEY=VALUE, as os.Environ). Tests call it too.
+func run(ctx context.Context, args []string, environ []string, stdout, stderr io.Writer) error {
 	if len(args) != 1 {
 		fmt.Fprint(stderr, usage)
 		return errors.New("expected one command")
@@ -80,11 +83,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case "version", "--version":
 		printVersion(stdout, readBuild())
 		return nil
+	case "settings":
+		return printSettings(stdout, environ)
 	default:
 		fmt.Fprint(stderr, usage)
 		return fmt.Errorf("unknown command %q", args[0])
 	}
-	cfg, err := loadConfig(getenv)
+	if err := unknownSettings(environ); err != nil {
+		return err
+	}
+	cfg, err := loadConfig(lookup(environ))
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -13,9 +14,10 @@ import (
 // than a node, which a node's environment may carry all the same: the
 // scripts export them and start nodes beside them (make run, make test, the
 // topology drills, the bench scripts), and a shell that ran the client or
-// a client's test suite has them. A node ignores them; every other MAYFLY_*
-// name that is not in settings stops it (unknownSettings), so that a
-// misspelt setting is not silently the default. A name ending in * is a
+// a client's test suite has them. A node ignores them, and Kubernetes'
+// service links (serviceLink); every other MAYFLY_* name that is not in
+// settings stops it (unknownSettings), so that a misspelt setting is not
+// silently the default. A name ending in * is a
 // prefix. Add a name here when a script or a client reads a new one
 // (TestEveryMayflyNameIsKnown finds those the repository uses).
 var notNodeSettings = []string{
@@ -35,6 +37,13 @@ var notNodeSettings = []string{
 	"MAYFLY_SMTP", "MAYFLY_SUITE*",
 }
 
+// serviceLink matches the variables Kubernetes gives a pod for every
+// Service of its namespace (enableServiceLinks): a Service named
+// mayfly-edge brings MAYFLY_EDGE_SERVICE_HOST, MAYFLY_EDGE_PORT,
+// MAYFLY_EDGE_PORT_8080_TCP_ADDR and so on, one named mayfly
+// MAYFLY_SERVICE_HOST. No setting ends that way.
+var serviceLink = regexp.MustCompile(`^MAYFLY(_[A-Z0-9_]+)?_(SERVICE_HOST|SERVICE_PORT(_[A-Z0-9_]+)?|PORT(_[0-9]+_(TCP|UDP|SCTP)(_ADDR|_PORT|_PROTO)?)?)$`)
+
 // secretSettings are never printed: `mayfly settings` shows whether they
 // are set, not what they hold.
 var secretSettings = []string{"MAYFLY_REDIS_PASSWORD"}
@@ -46,7 +55,7 @@ func notNodeSetting(name string) bool {
 			return true
 		}
 	}
-	return false
+	return serviceLink.MatchString(name)
 }
 
 // lookup returns the getenv of environ (KEY=VALUE, as os.Environ): the

@@ -231,13 +231,15 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 	var stops []func(context.Context) error
 	var drains []func() // called when the drain starts
 	if serveHTTP {
-		api := edge.New(store, limiter, edge.Config{
+		ecfg := edge.Config{
 			Domains: cfg.domains, CookiePrefix: cfg.cookiePrefix, CookieInsecure: !cfg.cookieSecure,
 			TrustedProxies: cfg.trustedProxies, MaxInFlight: cfg.maxInFlight, MaxBodyBytes: cfg.maxBodyBytes,
 			RedisTimeout: cfg.redisTimeout, MaxStreams: cfg.maxStreams, Heartbeat: cfg.heartbeat,
 			MaxConns: min(cfg.maxConns, fdBudget), ConnsPerIP: cfg.connsPerIP, ConnsPerNet: cfg.connsPerNet,
 			AccessLog: edge.AccessLog(cfg.accessLog), AccessLogRate: cfg.accessLogRate,
-		}, log, edge.NewMetrics(reg))
+		}
+		logClamps(log, append(edgeClamps(cfg, ecfg), limiterClamps(cfg, limiter.Config())...))
+		api := edge.New(store, limiter, ecfg, log, edge.NewMetrics(reg))
 		go func() {
 			if err := api.Serve(httpLn); err != nil {
 				serveErr <- fmt.Errorf("http listener: %w", err)
@@ -250,6 +252,7 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 	if serveSMTP {
 		mta := ingest.New(store, limiter, ingest.NewParser(ingest.ParserConfig{RemoteImages: cfg.smtp.remoteImages}),
 			smtpServerConfig(cfg, tlsConfig), log, ingest.NewMetrics(reg))
+		logClamps(log, ingestClamps(cfg, mta.Config()))
 		go func() {
 			if err := mta.Serve(smtpLn); err != nil {
 				serveErr <- fmt.Errorf("smtp listener: %w", err)

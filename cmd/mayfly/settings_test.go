@@ -2,7 +2,10 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"io/fs"
 	"maps"
@@ -207,4 +210,71 @@ func settingsRows(t *testing.T, out string) map[string][3]string {
 		rows[f[0]] = [3]string{f[1], f[2], f[3]}
 	}
 	return rows
+}
+
+// runUntilListening runs a node of env on :0 ports until it listens with
+// every kind, stops it and returns its log lines.
+func runUntilListening(t *testing.T, cmd string, env map[string]string, kinds ...string) []map[string]any {
+	t.Helper()
+	env = maps.Clone(env)
+	maps.Copy(env, map[string]string{"MAYFLY_HTTP_ADDR": "127.0.0.1:0", "MAYFLY_SMTP_ADDR": "127.0.0.1:0", "MAYFLY_ADMIN_ADDR": "127.0.0.1:0"})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	logs, logw := io.Pipe()
+	var logged bytes.Buffer // read once run returned
+	done := make(chan error, 1)
+	go func() {
+		err := run(ctx, []string{cmd}, environ(env), io.Discard, io.MultiWriter(logw, &logged))
+		logw.CloseWithError(err)
+		done <- err
+	}()
+	listeningAddrs(t, logs, kinds...)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	var lines []map[string]any
+	for _, raw := range bytes.Split(logged.Bytes(), []byte("\n")) {
+		var line map[string]any
+		if json.Unmarshal(raw, &line) == nil {
+			lines = append(lines, line)
+		}
+	}
+	return lines
+}
+
+// A setting the node does not apply as configured is logged with both
+// values, once per setting.
+func TestClampsAreLogged(t *testing.T) {
+	t.Parallel()
+	lines := runUntilListening(t, "all", testEnv(t, map[string]string{
+		"MAYFLY_REDIS_PREFIX":             storagetest.Prefix(t),
+		"MAYFLY_SMTP_BUFFER_BYTES":        "1000",
+		"MAYFLY_SMTP_BUFFER_BYTES_PER_IP": "500",
+		"MAYFLY_RATE_NET_ACTIVE":          "1",
+		"MAYFLY_RATE_NET_CREATE_PER_DAY":  "7",
+		"MAYFLY_HTTP_MAX_CONNS":           "1000000000",
+	}), "http", "smtp", "admin")
+	got := map[string]string{}
+	for _, l := range lines {
+		if l["msg"] == "setting clamped" {
+			got[fmt.Sprint(l["setting"])] = fmt.Sprintf("%v→%v", l["configured"], l["applied"])
+		}
+	}
+	budget := "?"
+	for _, l := range lines {
+		if l["msg"] == "file descriptor limit" {
+			budget = fmt.Sprint(l["http_conn_budget"])
+		}
+	}
+	want := map[string]string{
+		"MAYFLY_SMTP_BUFFER_BYTES":        "1000→1.048576e+07",
+		"MAYFLY_SMTP_BUFFER_BYTES_PER_IP": "500→1.048576e+07",
+		"MAYFLY_RATE_NET_ACTIVE":          "1→5",
+		"MAYFLY_RATE_NET_CREATE_PER_DAY":  "7→20",
+		"MAYFLY_HTTP_MAX_CONNS":           "1e+09→" + budget,
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("clamps logged = %v, want %v", got, want)
+	}
 }

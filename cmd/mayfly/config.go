@@ -92,6 +92,7 @@ var settings = []setting{
 	{"MAYFLY_LOG_LEVEL", "info", "debug, info, warn or error (JSON logs on stderr)"},
 	{"MAYFLY_ACCESS_LOG", "errors", "edge access log (one info line per answer: request_id, route pattern, method, status, duration_ms, ip; never a header or cookie): off, errors (status 400 and above) or all"},
 	{"MAYFLY_ACCESS_LOG_RATE", "1000", "access-log lines per second per edge node; past it lines are dropped and counted in mayfly_http_access_log_dropped_total"},
+	{"MAYFLY_REDIS_ALLOW_EVICTION", "false", "true: start on a Redis whose maxmemory-policy is not noeviction, with a warning (a full Redis then evicts live mailboxes and messages that got a 250: every Mayfly key has a TTL); false: such a Redis stops the node at start (deploy/README.md, Redis settings)"},
 }
 
 // config is the parsed environment.
@@ -138,6 +139,7 @@ type config struct {
 	logLevel        slog.Level
 	accessLog       string
 	accessLogRate   int
+	allowEviction   bool // start on an evicting maxmemory-policy, warning
 }
 
 // loadConfig reads every setting through getenv, falling back to defaults.
@@ -184,6 +186,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		logLevel:        p.level("MAYFLY_LOG_LEVEL"),
 		accessLog:       p.choice("MAYFLY_ACCESS_LOG", "off", "errors", "all"),
 		accessLogRate:   p.positive("MAYFLY_ACCESS_LOG_RATE"),
+		allowEviction:   p.boolean("MAYFLY_REDIS_ALLOW_EVICTION"),
 	}
 	c.smtp = smtpConfig{
 		hostname:       p.str("MAYFLY_SMTP_HOSTNAME"),

@@ -181,7 +181,17 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 	}
 	defer client.Close()
 	close(ready)
-	checkRedisSettings(ctx, client, log)
+	// The Redis settings that lose acknowledged mail stop the node here;
+	// the check runs again while it serves (mayfly_redis_setting_ok).
+	redisCheck := newRedisChecker(client, cfg.allowEviction, log)
+	if err := redisCheck.start(ctx); err != nil {
+		closeListeners()
+		return err
+	}
+	reg.MustRegister(redisCheck)
+	checkCtx, stopCheck := context.WithCancel(context.Background())
+	defer stopCheck()
+	go redisCheck.run(checkCtx)
 
 	store := storage.New(client, storage.Config{
 		KeyPrefix: cfg.redisPrefix, MaxMessages: cfg.maxMessages,

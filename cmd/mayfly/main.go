@@ -247,6 +247,7 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 			RedisTimeout: cfg.redisTimeout, MaxStreams: cfg.maxStreams, Heartbeat: cfg.heartbeat,
 			MaxConns: min(cfg.maxConns, fdBudget), ConnsPerIP: cfg.connsPerIP, ConnsPerNet: cfg.connsPerNet,
 			AccessLog: edge.AccessLog(cfg.accessLog), AccessLogRate: cfg.accessLogRate,
+			LogClientIP: edge.LogClientIP(cfg.logClientIP),
 		}
 		logClamps(log, append(edgeClamps(cfg, ecfg), limiterClamps(cfg, limiter.Config())...))
 		api := edge.New(store, limiter, ecfg, log, edge.NewMetrics(reg))
@@ -379,6 +380,8 @@ func smtpServerConfig(cfg config, tlsConfig *tls.Config) ingest.Config {
 		ReadTimeout:         cfg.smtp.readTimeout,
 		DataTimeout:         cfg.smtp.dataTimeout,
 		SessionTimeout:      cfg.smtp.sessionTimeout,
+		LogRate:             cfg.smtp.logRate,
+		LogClientIP:         ingest.LogClientIP(cfg.logClientIP),
 	}
 }
 

@@ -47,17 +47,6 @@ func serverClient(t *testing.T, addr string) rueidis.Client {
 	return client
 }
 
-// failing returns the settings of findings that do not hold.
-func failing(findings []redisFinding) []string {
-	var out []string
-	for _, f := range findings {
-		if !f.ok() {
-			out = append(out, f.setting.name+"="+f.have)
-		}
-	}
-	return out
-}
-
 // The test cluster is started by deploy/cluster.sh, which applies
 // deploy/lib.sh's redis_memory_args: a node starts, and finds nothing to
 // warn about but maxmemory, which the scripts leave at 0 (no limit) on a

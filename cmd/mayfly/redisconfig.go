@@ -94,7 +94,7 @@ type redisFinding struct {
 	err     error // could not be read
 }
 
-// ok is the gauge's value: the setting holds (an unread one does not).
+// ok reports whether the setting was read and holds.
 func (f redisFinding) ok() bool { return f.err == nil && f.setting.holds(f.have) }
 
 // redisChecker reads redisSettings from every Redis node the client knows:
@@ -102,7 +102,10 @@ func (f redisFinding) ok() bool { return f.err == nil && f.setting.holds(f.have)
 // set of nodes changes (a failover, a node added); it exports each as
 // mayfly_redis_setting_ok{node,setting}. A check while running cannot stop
 // a serving node: it logs a setting that went wrong at error level (once,
-// until it changes again) and the gauge says 0.
+// until it changes again) and the gauge says 0. A setting that cannot be
+// read (a node down, CONFIG forbidden) is logged and keeps its last reading
+// in the gauge (none yet: no series), so a Redis node that is down does not
+// read as one that evicts.
 type redisChecker struct {
 	client        rueidis.Client
 	allowEviction bool
@@ -110,9 +113,10 @@ type redisChecker struct {
 	interval      time.Duration // between checks; a minute
 	nodesEvery    time.Duration // between looks at the node set; 5 s
 
-	mu   sync.Mutex
-	last map[[2]string]redisFinding // node, setting → the latest reading
-	desc *prometheus.Desc
+	mu    sync.Mutex
+	last  map[[2]string]redisFinding // node, setting → the latest finding, for what changed
+	gauge map[[2]string]bool         // node, setting → whether its last reading held
+	desc  *prometheus.Desc
 }
 
 func newRedisChecker(client rueidis.Client, allowEviction bool, log *slog.Logger) *redisChecker {
@@ -120,7 +124,7 @@ func newRedisChecker(client rueidis.Client, allowEviction bool, log *slog.Logger
 		client: client, allowEviction: allowEviction, log: log,
 		interval: time.Minute, nodesEvery: 5 * time.Second,
 		desc: prometheus.NewDesc("mayfly_redis_setting_ok",
-			"1 when the Redis node's setting is what Mayfly needs (deploy/README.md, Redis settings), 0 when it differs or cannot be read; checked at start, every minute and when the nodes change. maxmemory-policy and redis_version at 0 lose acknowledged mail.",
+			"1 when the Redis node's setting is what Mayfly needs (deploy/README.md, Redis settings), 0 when it differs; a setting that cannot be read keeps its last reading. Checked at start, every minute and when the nodes change. maxmemory-policy and redis_version at 0 lose acknowledged mail.",
 			[]string{"node", "setting"}, nil),
 	}
 }
@@ -130,9 +134,9 @@ func (c *redisChecker) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 func (c *redisChecker) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for k, f := range c.last {
+	for k, ok := range c.gauge {
 		v := 0.0
-		if f.ok() {
+		if ok {
 			v = 1
 		}
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, v, k[0], k[1])
@@ -179,12 +183,21 @@ func (c *redisChecker) check(ctx context.Context) []redisFinding {
 	for _, addr := range slices.Sorted(maps.Keys(nodes)) {
 		found = append(found, c.readNode(ctx, addr, nodes[addr])...)
 	}
+	if ctx.Err() != nil {
+		return found // stopping: what failed is the stop's doing
+	}
 	c.mu.Lock()
-	prev := c.last
+	prev, prevGauge := c.last, c.gauge
 	c.last = make(map[[2]string]redisFinding, len(found))
+	c.gauge = make(map[[2]string]bool, len(found))
 	for _, f := range found {
 		k := [2]string{f.node, f.setting.name}
 		c.last[k] = f
+		if f.err == nil {
+			c.gauge[k] = f.ok()
+		} else if ok, read := prevGauge[k]; read {
+			c.gauge[k] = ok
+		}
 		p, seen := prev[k]
 		if seen && p.ok() == f.ok() && p.have == f.have && (p.err == nil) == (f.err == nil) || !seen && f.ok() {
 			continue // unchanged, or a node's first reading that holds

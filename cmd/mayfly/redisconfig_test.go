@@ -293,4 +293,16 @@ func TestRedisSettingsCheckedWhileRunning(t *testing.T) {
 	if n := strings.Count(logs.String(), `"level":"ERROR"`); n != 1 {
 		t.Errorf("%d error lines, want 1 (a setting is logged when it changes):\n%s", n, logs.String())
 	}
+	// A Redis node that is down is logged, and keeps its last reading: it
+	// does not read as one that evicts.
+	srv.Kill()
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(logs.String(), `"msg":"cannot read a redis setting`); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no warning 5s after the Redis node died:\n%s", logs.String())
+		}
+	}
+	time.Sleep(300 * time.Millisecond) // a few more checks
+	if got := gauge(); got != 1 {
+		t.Errorf("mayfly_redis_setting_ok{setting=maxmemory-policy} = %v with the node down, want its last reading 1", got)
+	}
 }

@@ -48,8 +48,8 @@ redis_cli() {
 
 # redis_memory_args: the Redis settings Mayfly's memory figures rely on
 # (deploy/README.md, "Redis settings"), given to every redis-server these
-# scripts start. A node warns at start when its Redis differs
-# (cmd/mayfly/redisconfig.go holds the same list).
+# scripts start. A node refuses to start on an evicting maxmemory-policy and
+# warns about the others (cmd/mayfly/redisconfig.go holds the same list).
 redis_memory_args=(--hash-max-listpack-value 4096 --hash-max-listpack-entries 48
 	--stream-node-max-bytes 256 --maxmemory-policy noeviction)
 

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mayfly/mayfly/ratelimit"
 	"github.com/valyala/fasthttp"
 )
 
@@ -19,6 +20,15 @@ const (
 	AccessLogAll    AccessLog = "all"    // every answer
 )
 
+// LogClientIP says how the access log names a client.
+type LogClientIP string
+
+const (
+	LogClientIPFull      LogClientIP = "full"      // its address (the default)
+	LogClientIPTruncated LogClientIP = "truncated" // its network: IPv4 /24, IPv6 /48
+	LogClientIPOff       LogClientIP = "off"       // no ip key at all
+)
+
 // accessLog writes one line per answered request: what a client's
 // request_id (from an error body or X-Request-ID) is looked up by. The
 // route is the pattern ("GET /messages/{id}"), never the raw path, so no
@@ -27,6 +37,7 @@ const (
 // dropped and counted: a flood of refusals must not become a flood of log.
 type accessLog struct {
 	mode      AccessLog
+	ip        LogClientIP
 	log       *slog.Logger
 	perSecond int64
 	window    atomic.Int64 // the current second (Unix)
@@ -52,11 +63,19 @@ func (a *accessLog) record(ctx *fasthttp.RequestCtx, route string, start time.Ti
 		a.dropped()
 		return
 	}
-	a.log.LogAttrs(context.Background(), slog.LevelInfo, "request",
+	attrs := []slog.Attr{
 		slog.String("request_id", requestID(ctx)),
 		slog.String("route", route),
 		slog.String("method", string(ctx.Method())),
 		slog.Int("status", status),
 		slog.Float64("duration_ms", float64(now.Sub(start).Microseconds())/1000),
-		slog.String("ip", clientIP(ctx, trusted).String()))
+	}
+	switch ip := clientIP(ctx, trusted); a.ip {
+	case LogClientIPOff:
+	case LogClientIPTruncated:
+		attrs = append(attrs, slog.String("ip", ratelimit.NetworkPrefix(ip).String()))
+	default:
+		attrs = append(attrs, slog.String("ip", ip.String()))
+	}
+	a.log.LogAttrs(context.Background(), slog.LevelInfo, "request", attrs...)
 }

@@ -71,6 +71,7 @@ type Config struct {
 	Heartbeat      time.Duration  // event-stream heartbeat interval; default 20 s
 	AccessLog      AccessLog      // which answers get an access-log line; default AccessLogErrors
 	AccessLogRate  int            // access-log lines per second per node, past it dropped; default 1000
+	LogClientIP    LogClientIP    // how the access log names a client; default LogClientIPFull
 }
 
 func (c Config) withDefaults() Config {
@@ -119,6 +120,9 @@ func (c Config) withDefaults() Config {
 	if c.AccessLogRate <= 0 {
 		c.AccessLogRate = 1000
 	}
+	if c.LogClientIP == "" {
+		c.LogClientIP = LogClientIPFull
+	}
 	return c
 }
 
@@ -152,7 +156,7 @@ func New(store Mailboxes, limiter Limiter, cfg Config, log *slog.Logger, metrics
 	if s.metrics == nil {
 		s.metrics = NewMetrics(nil)
 	}
-	s.access = &accessLog{mode: s.cfg.AccessLog, log: log, perSecond: int64(s.cfg.AccessLogRate),
+	s.access = &accessLog{mode: s.cfg.AccessLog, ip: s.cfg.LogClientIP, log: log, perSecond: int64(s.cfg.AccessLogRate),
 		dropped: s.metrics.accessDropped.Inc}
 	s.http = &fasthttp.Server{
 		Handler:      s.routes(),

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"log/slog"
 	"net"
 	"net/netip"
 	"time"
@@ -86,7 +87,7 @@ func (s *Server) admit(nc net.Conn, l *listener) {
 // refuseConn answers a connection that gets no session and closes it.
 func (s *Server) refuseConn(c *conn, err error) {
 	s.metrics.rejections.WithLabelValues(reason(err)).Inc()
-	s.log.Debug("smtp connection refused", "ip", c.ip, "reason", reason(err))
+	s.logClient(slog.LevelDebug, "smtp connection refused", c.ip, slog.String("reason", reason(err)))
 	_ = c.Conn.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
 	_ = writeReply(c.Conn, err)
 	c.closeRefused()
@@ -135,10 +136,10 @@ func (s *Server) allowConn(client string) (conn, mail error) {
 func (s *Server) limitUnavailable(rule, client string, err error) error {
 	s.metrics.redisErrors.Inc()
 	if s.cfg.LimitsFailClosed {
-		s.log.Warn("smtp rate limit unavailable; refusing", "rule", rule, "ip", client, "err", err)
+		s.logClient(slog.LevelWarn, "smtp rate limit unavailable; refusing", client, slog.String("rule", rule), slog.Any("err", err))
 		return err
 	}
-	s.log.Warn("smtp rate limit unavailable; admitting", "rule", rule, "ip", client, "err", err)
+	s.logClient(slog.LevelWarn, "smtp rate limit unavailable; admitting", client, slog.String("rule", rule), slog.Any("err", err))
 	return nil
 }
 

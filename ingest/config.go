@@ -119,6 +119,14 @@ type Config struct {
 	DataTimeout time.Duration
 	// SessionTimeout bounds a whole connection, however busy. Default 15 min.
 	SessionTimeout time.Duration
+	// LogRate caps the lines a node logs about clients (a refused
+	// connection, a message accepted, refused or stored as failed, a Redis
+	// error met serving one) per second; the rest are dropped and counted
+	// in mayfly_smtp_log_dropped_total. Default 1000.
+	LogRate int
+	// LogClientIP says how those lines name the client. Default
+	// LogClientIPFull.
+	LogClientIP LogClientIP
 }
 
 func (c Config) withDefaults() Config {
@@ -175,5 +183,9 @@ func (c Config) withDefaults() Config {
 	orDuration(&c.DataTimeout, 5*time.Minute)
 	orDuration(&c.SessionTimeout, 15*time.Minute)
 	orDuration(&c.IdleSessionTimeout, 2*time.Minute)
+	orDefault(&c.LogRate, 1000)
+	if c.LogClientIP == "" {
+		c.LogClientIP = LogClientIPFull
+	}
 	return c
 }

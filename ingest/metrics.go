@@ -18,6 +18,7 @@ type Metrics struct {
 	stage       *prometheus.HistogramVec // parse and deliver separately
 	redisErrors prometheus.Counter
 	reg         prometheus.Registerer // for the series New adds (nil: none)
+	logDropped  prometheus.Counter    // lines about clients over Config.LogRate
 }
 
 // NewMetrics registers the ingest series on reg (nil: unregistered, for
@@ -57,9 +58,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		redisErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "mayfly_smtp_redis_errors_total", Help: "Redis calls of the SMTP server that failed (storage and rate limits).",
 		}),
+		logDropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "mayfly_smtp_log_dropped_total", Help: "SMTP log lines about clients (connections refused, messages accepted, refused or stored as failed, Redis errors) not written: over MAYFLY_SMTP_LOG_RATE in their second.",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.sessions, m.lingering, m.buffered, m.messages, m.rejections, m.stored, m.failed, m.latency, m.stage, m.redisErrors)
+		reg.MustRegister(m.sessions, m.lingering, m.buffered, m.messages, m.rejections, m.stored, m.failed, m.latency, m.stage, m.redisErrors, m.logDropped)
 	}
 	m.reg = reg
 	return m

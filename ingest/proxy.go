@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"log/slog"
 	"net"
 	"net/netip"
 	"time"
@@ -38,7 +39,7 @@ func (s *Server) proxyHeaderOK(nc net.Conn) bool {
 	}
 	if h := pc.ProxyHeader(); h == nil || h.Command.IsLocal() || h.SourceAddr == nil {
 		s.metrics.rejections.WithLabelValues("proxy_header").Inc()
-		s.log.Debug("smtp connection without a usable PROXY header from a trusted proxy", "ip", clientKey(pc.Raw().RemoteAddr()))
+		s.logClient(slog.LevelDebug, "smtp connection without a usable PROXY header from a trusted proxy", clientKey(pc.Raw().RemoteAddr()))
 		return false
 	}
 	return true

@@ -49,6 +49,7 @@ type Server struct {
 	smtp    *smtp.Server
 	domains map[string]bool
 
+	logCap    logCap        // lines about clients per second (Config.LogRate)
 	parses    chan struct{} // one token per parse in progress
 	lingering atomic.Int64  // refused connections lingering (maxLingering)
 
@@ -82,6 +83,7 @@ func New(store Deliverer, limiter Limiter, parser *Parser, cfg Config, log *slog
 		s.domains[storage.LowerASCII(d)] = true
 	}
 	s.parses = make(chan struct{}, s.cfg.MaxParses)
+	s.logCap.perSecond = int64(s.cfg.LogRate)
 
 	srv := smtp.NewServer(backend{s})
 	srv.Domain = s.cfg.Hostname

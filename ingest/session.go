@@ -43,7 +43,7 @@ func (s *session) refuse(err error) error {
 		s.conn.hangUp()
 	}
 	s.srv.metrics.rejections.WithLabelValues(reason(err)).Inc()
-	s.srv.log.Debug("smtp refused", "ip", s.conn.ip, "reason", reason(err))
+	s.srv.logClient(slog.LevelDebug, "smtp refused", s.conn.ip, slog.String("reason", reason(err)))
 	return reply(err)
 }
 
@@ -146,8 +146,8 @@ func (s *session) Data(r io.Reader) error {
 		return s.failData(err)
 	}
 	s.srv.metrics.messages.WithLabelValues("accepted").Inc()
-	s.srv.log.Info("smtp message accepted", "ip", s.conn.ip, "recipients", len(s.rcpts),
-		"status", string(msg.Status), "bytes", size)
+	s.srv.logClient(slog.LevelInfo, "smtp message accepted", s.conn.ip, slog.Int("recipients", len(s.rcpts)),
+		slog.String("status", string(msg.Status)), slog.Int("bytes", size))
 	return nil
 }
 
@@ -161,7 +161,7 @@ func (s *session) failData(err error) error {
 	if reason(err) == unknownReply.reason {
 		level = slog.LevelError // a defect: an error the reply table does not name
 	}
-	s.srv.log.Log(context.Background(), level, "smtp message refused", "ip", s.conn.ip, "reason", reason(err), "err", err)
+	s.srv.logClient(level, "smtp message refused", s.conn.ip, slog.String("reason", reason(err)), slog.Any("err", err))
 	return reply(err)
 }
 
@@ -209,11 +209,11 @@ func (s *session) deliver(msg storage.NewMessage, why string) error {
 			s.srv.metrics.stored.WithLabelValues(string(msg.Status)).Inc()
 			if why != "" && !sums[i].Duplicate {
 				fresh++
-				s.srv.log.Info("smtp message stored as failed", "ip", s.conn.ip,
-					"mailbox", storage.TagOf(s.rcpts[i]), "msg", sums[i].ID, "reason", why)
+				s.srv.logClient(slog.LevelInfo, "smtp message stored as failed", s.conn.ip,
+					slog.String("mailbox", storage.TagOf(s.rcpts[i])), slog.Any("msg", sums[i].ID), slog.String("reason", why))
 			}
 		case errors.Is(err, storage.ErrMailboxNotFound):
-			s.srv.log.Debug("smtp mailbox gone before delivery", "ip", s.conn.ip, "mailbox", storage.TagOf(s.rcpts[i]))
+			s.srv.logClient(slog.LevelDebug, "smtp mailbox gone before delivery", s.conn.ip, slog.String("mailbox", storage.TagOf(s.rcpts[i])))
 		default:
 			s.srv.redisError("smtp deliver", s.conn.ip, err)
 			if failed == nil {
@@ -227,8 +227,8 @@ func (s *session) deliver(msg storage.NewMessage, why string) error {
 	switch {
 	case failed != nil:
 		if delivered > 0 {
-			s.srv.log.Info("smtp delivery partly failed; the retry is stored once per mailbox",
-				"ip", s.conn.ip, "delivered", delivered, "recipients", len(s.rcpts))
+			s.srv.logClient(slog.LevelInfo, "smtp delivery partly failed; the retry is stored once per mailbox",
+				s.conn.ip, slog.Int("delivered", delivered), slog.Int("recipients", len(s.rcpts)))
 		}
 		return fmt.Errorf("deliver: %w", failed)
 	case delivered == 0:
@@ -370,5 +370,5 @@ func (s *Server) shuttingDown() bool {
 // the log only, never to the client.
 func (s *Server) redisError(op, ip string, err error) {
 	s.metrics.redisErrors.Inc()
-	s.log.Warn("redis unavailable", "op", op, "ip", ip, "err", err)
+	s.logClient(slog.LevelWarn, "redis unavailable", ip, slog.String("op", op), slog.Any("err", err))
 }

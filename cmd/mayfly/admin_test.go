@@ -216,7 +216,7 @@ func TestBuildInfoOnEveryNode(t *testing.T) {
 			done := make(chan struct{})
 			go func() {
 				defer close(done)
-				logw.CloseWithError(run(ctx, []string{tt.kind}, func(k string) string { return env[k] }, io.Discard, logw))
+				logw.CloseWithError(run(ctx, []string{tt.kind}, environ(env), io.Discard, logw))
 			}()
 			t.Cleanup(func() { cancel(); <-done })
 			// The store and its metrics are there before the node logs its

@@ -39,6 +39,15 @@ func testEnv(t testing.TB, env map[string]string) map[string]string {
 	return out
 }
 
+// environ is env in os.Environ's form (KEY=VALUE), which run reads.
+func environ(env map[string]string) []string {
+	out := make([]string, 0, len(env))
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	return out
+}
+
 // runAllFlow runs `mayfly all` on :0 ports with env (which names the Redis)
 // and follows a message from SMTP to the REST API: create a mailbox over
 // HTTP with a cookie jar, open its event stream, send to its address over
@@ -60,7 +69,7 @@ func runAllFlow(t *testing.T, env map[string]string) string {
 	var logged bytes.Buffer // slog serialises its writes; read after run returns
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"all"}, func(k string) string { return env[k] }, io.Discard, io.MultiWriter(logw, &logged))
+		done <- run(ctx, []string{"all"}, environ(env), io.Discard, io.MultiWriter(logw, &logged))
 		logw.Close()
 	}()
 	addrs := listeningAddrs(t, logs, "http", "smtp", "admin")
@@ -320,7 +329,7 @@ func TestUsageNamesCommands(t *testing.T) {
 		}
 	}
 	var out strings.Builder
-	if err := run(context.Background(), []string{"bogus"}, func(string) string { return "" }, io.Discard, &out); err == nil {
+	if err := run(context.Background(), []string{"bogus"}, nil, io.Discard, &out); err == nil {
 		t.Error("run(bogus) succeeded")
 	}
 }

@@ -74,7 +74,7 @@ func (s *stack) start() {
 	env := maps.Clone(s.env)
 	go func() {
 		defer close(done)
-		if err := run(ctx, []string{"all"}, func(k string) string { return env[k] }, io.Discard, logw); err != nil {
+		if err := run(ctx, []string{"all"}, environ(env), io.Discard, logw); err != nil {
 			logw.CloseWithError(err)
 		}
 		logw.Close()
@@ -610,12 +610,12 @@ func TestCLITestFlows(t *testing.T) {
 // `mayfly --help` the usage, both without an error (exit 0).
 func TestVersionAndHelp(t *testing.T) {
 	var out bytes.Buffer
-	if err := run(context.Background(), []string{"version"}, func(string) string { return "" }, &out, io.Discard); err != nil ||
+	if err := run(context.Background(), []string{"version"}, nil, &out, io.Discard); err != nil ||
 		!strings.HasPrefix(out.String(), "mayfly ") || !strings.Contains(out.String(), "go1.") {
 		t.Fatalf("mayfly version: %q, %v", out.String(), err)
 	}
 	out.Reset()
-	if err := run(context.Background(), []string{"--help"}, func(string) string { return "" }, &out, io.Discard); err != nil ||
+	if err := run(context.Background(), []string{"--help"}, nil, &out, io.Discard); err != nil ||
 		!strings.Contains(out.String(), "version") {
 		t.Fatalf("mayfly --help: %q, %v", out.String(), err)
 	}

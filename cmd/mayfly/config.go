@@ -92,6 +92,9 @@ var settings = []setting{
 	{"MAYFLY_LOG_LEVEL", "info", "debug, info, warn or error (JSON logs on stderr)"},
 	{"MAYFLY_ACCESS_LOG", "errors", "edge access log (one info line per answer: request_id, route pattern, method, status, duration_ms, ip; never a header or cookie): off, errors (status 400 and above) or all"},
 	{"MAYFLY_ACCESS_LOG_RATE", "1000", "access-log lines per second per edge node; past it lines are dropped and counted in mayfly_http_access_log_dropped_total"},
+	{"MAYFLY_REDIS_ALLOW_EVICTION", "false", "true: start on a Redis whose maxmemory-policy is not noeviction, with a warning (a full Redis then evicts live mailboxes and messages that got a 250: every Mayfly key has a TTL); false: such a Redis stops the node at start (deploy/README.md, Redis settings)"},
+	{"MAYFLY_SMTP_LOG_RATE", "1000", "SMTP log lines about clients (a refused connection; a message accepted, refused or stored as failed; a Redis error met serving one) per second per ingest node; past it lines are dropped and counted in mayfly_smtp_log_dropped_total"},
+	{"MAYFLY_LOG_CLIENT_IP", "full", "how the access log and the SMTP log name a client (the ip key): full (the address; an IPv6 SMTP client as its /64, as the limits count it), truncated (its network: IPv4 /24, IPv6 /48) or off (no ip key)"},
 }
 
 // config is the parsed environment.
@@ -138,6 +141,8 @@ type config struct {
 	logLevel        slog.Level
 	accessLog       string
 	accessLogRate   int
+	allowEviction   bool // start on an evicting maxmemory-policy, warning
+	logClientIP     string
 }
 
 // loadConfig reads every setting through getenv, falling back to defaults.
@@ -184,6 +189,8 @@ func loadConfig(getenv func(string) string) (config, error) {
 		logLevel:        p.level("MAYFLY_LOG_LEVEL"),
 		accessLog:       p.choice("MAYFLY_ACCESS_LOG", "off", "errors", "all"),
 		accessLogRate:   p.positive("MAYFLY_ACCESS_LOG_RATE"),
+		allowEviction:   p.boolean("MAYFLY_REDIS_ALLOW_EVICTION"),
+		logClientIP:     p.choice("MAYFLY_LOG_CLIENT_IP", "full", "truncated", "off"),
 	}
 	c.smtp = smtpConfig{
 		hostname:       p.str("MAYFLY_SMTP_HOSTNAME"),
@@ -210,6 +217,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		remoteImages:   p.choice("MAYFLY_HTML_REMOTE_IMAGES", "block", "allow") == "allow",
 		proxyFrom:      p.prefixes("MAYFLY_SMTP_PROXY_PROTOCOL_FROM"),
 		limitsClosed:   p.choice("MAYFLY_SMTP_LIMITS_ON_REDIS_ERROR", "open", "closed") == "closed",
+		logRate:        p.positive("MAYFLY_SMTP_LOG_RATE"),
 	}
 	c.redis = p.redisSecurity()
 	if len(c.redisAddrs) == 0 {
@@ -256,6 +264,7 @@ type smtpConfig struct {
 	remoteImages   bool
 	proxyFrom      []netip.Prefix
 	limitsClosed   bool
+	logRate        int
 }
 
 // parser collects the first error so loadConfig reads as a list.

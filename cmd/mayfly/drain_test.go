@@ -43,7 +43,7 @@ func TestDrain(t *testing.T) {
 	logs, logw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"all"}, func(k string) string { return env[k] }, io.Discard, logw)
+		done <- run(ctx, []string{"all"}, environ(env), io.Discard, logw)
 		logw.Close()
 	}()
 	addrs := listeningAddrs(t, logs, "http", "smtp", "admin")

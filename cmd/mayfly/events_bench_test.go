@@ -41,7 +41,7 @@ func BenchmarkEventLatency(b *testing.B) {
 	defer cancel()
 	logs, logw := io.Pipe()
 	go func() {
-		run(ctx, []string{"all"}, func(k string) string { return env[k] }, io.Discard, logw)
+		run(ctx, []string{"all"}, environ(env), io.Discard, logw)
 		logw.Close()
 	}()
 	addrs := listeningAddrs(b, logs, "http", "smtp")

@@ -39,7 +39,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+	if err := run(ctx, os.Args[1:], os.Environ(), os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "mayfly:", err)
 		os.Exit(1)
 	}
@@ -54,14 +54,17 @@ commands:
   inbox   the client tool: create an inbox, wait for mail, read it
           (mayfly inbox --help; clients/go/cli)
   version print the version, revision, Go version and storage layouts
+  settings print every MAYFLY_* setting: its value, default and source
+          (env or default; secrets masked), and what would stop a node
 
 Every node command also serves the admin endpoints (MAYFLY_ADMIN_ADDR).
 
 Configuration is read from MAYFLY_* environment variables; see README.md.
 `
 
-// run runs the node named by args until ctx ends. Tests call it too.
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+// run runs the node named by args until ctx ends, configured by environ
+// (KEY=VALUE, as os.Environ). Tests call it too.
+func run(ctx context.Context, args []string, environ []string, stdout, stderr io.Writer) error {
 	if len(args) != 1 {
 		fmt.Fprint(stderr, usage)
 		return errors.New("expected one command")
@@ -80,11 +83,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case "version", "--version":
 		printVersion(stdout, readBuild())
 		return nil
+	case "settings":
+		return printSettings(stdout, environ)
 	default:
 		fmt.Fprint(stderr, usage)
 		return fmt.Errorf("unknown command %q", args[0])
 	}
-	cfg, err := loadConfig(getenv)
+	if err := unknownSettings(environ); err != nil {
+		return err
+	}
+	cfg, err := loadConfig(lookup(environ))
 	if err != nil {
 		return err
 	}
@@ -173,7 +181,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	defer client.Close()
 	close(ready)
-	checkRedisSettings(ctx, client, log)
+	// The Redis settings that lose acknowledged mail stop the node here;
+	// the check runs again while it serves (mayfly_redis_setting_ok).
+	redisCheck := newRedisChecker(client, cfg.allowEviction, log)
+	if err := redisCheck.start(ctx); err != nil {
+		closeListeners()
+		return err
+	}
+	reg.MustRegister(redisCheck)
+	checkCtx, stopCheck := context.WithCancel(context.Background())
+	defer stopCheck()
+	go redisCheck.run(checkCtx)
 
 	store := storage.New(client, storage.Config{
 		KeyPrefix: cfg.redisPrefix, MaxMessages: cfg.maxMessages,
@@ -223,13 +241,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	var stops []func(context.Context) error
 	var drains []func() // called when the drain starts
 	if serveHTTP {
-		api := edge.New(store, limiter, edge.Config{
+		ecfg := edge.Config{
 			Domains: cfg.domains, CookiePrefix: cfg.cookiePrefix, CookieInsecure: !cfg.cookieSecure,
 			TrustedProxies: cfg.trustedProxies, MaxInFlight: cfg.maxInFlight, MaxBodyBytes: cfg.maxBodyBytes,
 			RedisTimeout: cfg.redisTimeout, MaxStreams: cfg.maxStreams, Heartbeat: cfg.heartbeat,
 			MaxConns: min(cfg.maxConns, fdBudget), ConnsPerIP: cfg.connsPerIP, ConnsPerNet: cfg.connsPerNet,
 			AccessLog: edge.AccessLog(cfg.accessLog), AccessLogRate: cfg.accessLogRate,
-		}, log, edge.NewMetrics(reg))
+			LogClientIP: edge.LogClientIP(cfg.logClientIP),
+		}
+		logClamps(log, append(edgeClamps(cfg, ecfg), limiterClamps(cfg, limiter.Config())...))
+		api := edge.New(store, limiter, ecfg, log, edge.NewMetrics(reg))
 		go func() {
 			if err := api.Serve(httpLn); err != nil {
 				serveErr <- fmt.Errorf("http listener: %w", err)
@@ -242,6 +263,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if serveSMTP {
 		mta := ingest.New(store, limiter, ingest.NewParser(ingest.ParserConfig{RemoteImages: cfg.smtp.remoteImages}),
 			smtpServerConfig(cfg, tlsConfig), log, ingest.NewMetrics(reg))
+		logClamps(log, ingestClamps(cfg, mta.Config()))
 		go func() {
 			if err := mta.Serve(smtpLn); err != nil {
 				serveErr <- fmt.Errorf("smtp listener: %w", err)
@@ -358,6 +380,8 @@ func smtpServerConfig(cfg config, tlsConfig *tls.Config) ingest.Config {
 		ReadTimeout:         cfg.smtp.readTimeout,
 		DataTimeout:         cfg.smtp.dataTimeout,
 		SessionTimeout:      cfg.smtp.sessionTimeout,
+		LogRate:             cfg.smtp.logRate,
+		LogClientIP:         ingest.LogClientIP(cfg.logClientIP),
 	}
 }
 

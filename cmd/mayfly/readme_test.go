@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,7 +22,8 @@ func readReadme(t *testing.T) string {
 }
 
 // TestREADMEListsEverySetting keeps the README's settings table and the one
-// settings table of the code in step: every variable with its default.
+// settings table of the code in step, as `mayfly settings` prints it: every
+// variable with its default.
 func TestREADMEListsEverySetting(t *testing.T) {
 	readme := readReadme(t)
 	rows := map[string]string{}
@@ -32,20 +34,28 @@ func TestREADMEListsEverySetting(t *testing.T) {
 		}
 		rows[strings.Trim(strings.TrimSpace(cells[1]), "`")] = strings.TrimSpace(cells[2])
 	}
-	for _, s := range settings {
-		def, ok := rows[s.env]
+	var out strings.Builder
+	if err := run(context.Background(), []string{"settings"}, nil, &out, io.Discard); err != nil {
+		t.Fatalf("mayfly settings: %v", err)
+	}
+	printed := settingsRows(t, out.String())
+	if len(printed) != len(settings) {
+		t.Errorf("mayfly settings prints %d settings, the table holds %d", len(printed), len(settings))
+	}
+	for env, cells := range printed {
+		def, ok := rows[env]
 		if !ok {
-			t.Errorf("README settings table lacks %s", s.env)
+			t.Errorf("README settings table lacks %s", env)
 			continue
 		}
-		want := "`" + s.def + "`"
-		if s.def == "" {
+		want := "`" + cells[1] + "`"
+		if cells[1] == "(empty)" {
 			want = "(empty)"
 		}
 		if def != want {
-			t.Errorf("README default of %s = %s, want %s", s.env, def, want)
+			t.Errorf("README default of %s = %s, want %s", env, def, want)
 		}
-		delete(rows, s.env)
+		delete(rows, env)
 	}
 	for env := range rows {
 		t.Errorf("README lists %s, which the code does not read", env)

@@ -198,7 +198,7 @@ func TestManagedRedis(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		var logs strings.Builder
-		if err := run(ctx, []string{"all"}, func(k string) string { return env[k] }, io.Discard, &logs); err == nil {
+		if err := run(ctx, []string{"all"}, environ(env), io.Discard, &logs); err == nil {
 			t.Fatal("run succeeded in plaintext against a TLS-only cluster")
 		}
 		if !strings.Contains(logs.String(), "MAYFLY_REDIS_TLS=true") {
@@ -217,7 +217,7 @@ func TestManagedRedis(t *testing.T) {
 			defer cancel()
 			var logs strings.Builder
 			start := time.Now()
-			err := run(ctx, []string{"all"}, func(k string) string { return env[k] }, io.Discard, &logs)
+			err := run(ctx, []string{"all"}, environ(env), io.Discard, &logs)
 			if err == nil || ctx.Err() != nil {
 				t.Fatalf("run = %v after %v, want a prompt refusal", err, time.Since(start))
 			}

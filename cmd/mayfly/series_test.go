@@ -195,6 +195,10 @@ func registeredSeries(t testing.TB) map[string]*series {
 		store := storage.New(nil, storage.Config{})
 		registerWriteStats(rec, store)
 		registerBuildInfo(rec, build{version: "v0", revision: "0"}, store.WriteLayout)
+		// A custom collector: one reading, so the recorder sees its type.
+		rc := newRedisChecker(nil, false, nil)
+		rc.gauge = map[[2]string]bool{{"127.0.0.1:6379", "maxmemory-policy"}: true}
+		rec.MustRegister(rc)
 		switch node {
 		case "edge":
 			edge.New(store, nil, edge.Config{}, nil, edge.NewMetrics(rec))

@@ -98,7 +98,7 @@ func TestMakefileVersionWithoutGit(t *testing.T) {
 func TestVersionUnstamped(t *testing.T) {
 	t.Parallel()
 	var out strings.Builder
-	if err := run(context.Background(), []string{"version"}, func(string) string { return "" }, &out, io.Discard); err != nil {
+	if err := run(context.Background(), []string{"version"}, nil, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	b := readBuild()

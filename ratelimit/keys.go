@@ -44,6 +44,12 @@ func (k keys) window(name, client string, w int64) string {
 // window or the latest slot, whichever is later; scripts/slots.lua).
 func (k keys) creation(client string) string { return k.base + tag(client) + "}:create" }
 
+// active is the ZSET of the client's reserved mailboxes of storage layout
+// 2026-11-24, scored by expiry in ms (TTL: PEXPIREAT the highest score).
+// Read with the hash's slots always, written while the fleet writes that
+// layout (Limiter.SetZSetSlots).
+func (k keys) active(client string) string { return k.base + tag(client) + "}:active" }
+
 // globalCreation is the hash {w, n} of the service-wide creation minute
 // (TTL: PEXPIREAT end of the minute).
 func (k keys) globalCreation() string { return k.global }

@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/rueidis"
@@ -124,6 +125,10 @@ type Limiter struct {
 
 	// now is the node clock of the native windows; tests skew it.
 	now func() time.Time
+
+	// zsetSlots: new active slots go to the client's ZSET, as the
+	// release of 2026-11-24 keeps them (SetZSetSlots).
+	zsetSlots atomic.Bool
 }
 
 // New returns a Limiter on client, which the caller owns and closes.
@@ -303,9 +308,13 @@ func (l *Limiter) ReserveCreation(ctx context.Context, client, mailbox string, l
 		}
 		ok = "1"
 	}
-	args := append(l.limitArgs[:len(l.limitArgs):len(l.limitArgs)], mailbox, strconv.FormatInt(life, 10), ok)
+	layout := ""
+	if l.zsetSlots.Load() {
+		layout = "1"
+	}
+	args := append(l.limitArgs[:len(l.limitArgs):len(l.limitArgs)], mailbox, strconv.FormatInt(life, 10), ok, layout)
 	reply, err := l.reserve.Exec(ctx, l.client,
-		[]string{l.keys.creation(client)}, args).ToArray()
+		[]string{l.keys.creation(client), l.keys.active(client)}, args).ToArray()
 	if err != nil {
 		return Decision{}, fmt.Errorf("%w: reserve: %w", ErrUnavailable, err)
 	}
@@ -337,7 +346,7 @@ func (l *Limiter) ReserveCreation(ctx context.Context, client, mailbox string, l
 // after ReserveCreation). Releasing a mailbox without a slot is a no-op.
 // Errors wrap ErrUnavailable.
 func (l *Limiter) Release(ctx context.Context, client, mailbox string) error {
-	err := l.release.Exec(ctx, l.client, []string{l.keys.creation(client)}, []string{mailbox}).Error()
+	err := l.release.Exec(ctx, l.client, []string{l.keys.creation(client), l.keys.active(client)}, []string{mailbox}).Error()
 	if err != nil {
 		return fmt.Errorf("%w: release: %w", ErrUnavailable, err)
 	}
@@ -350,12 +359,19 @@ func (l *Limiter) Release(ctx context.Context, client, mailbox string) error {
 // ErrUnavailable.
 func (l *Limiter) ExtendActive(ctx context.Context, client, mailbox string, expiresAt time.Time) error {
 	args := []string{mailbox, strconv.FormatInt(expiresAt.UnixMilli(), 10)}
-	err := l.extend.Exec(ctx, l.client, []string{l.keys.creation(client)}, args).Error()
+	err := l.extend.Exec(ctx, l.client, []string{l.keys.creation(client), l.keys.active(client)}, args).Error()
 	if err != nil {
 		return fmt.Errorf("%w: extend: %w", ErrUnavailable, err)
 	}
 	return nil
 }
+
+// SetZSetSlots chooses where new active-inbox slots are written: in the
+// client's ZSET, as the release of 2026-11-24 keeps them (storage layout
+// 2026-11-24, while a node of that release may still run), or in the
+// client's hash (the layout since 2026-11-25). Slots in either key are
+// always counted, released and extended.
+func (l *Limiter) SetZSetSlots(on bool) { l.zsetSlots.Store(on) }
 
 // ClientKey turns a peer address into the limiter's client key: IPv4 (also
 // IPv4-mapped IPv6) as a dotted quad; IPv6 as its /64 prefix, e.g.

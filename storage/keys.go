@@ -24,3 +24,7 @@ func (k keys) events(tag string) string { return k.prefix + ":{" + tag + "}:even
 func (k keys) all(tag string) []string {
 	return []string{k.box(tag), k.msgs(tag), k.bodies(tag), k.events(tag)}
 }
+
+// guard is the layout guard's hash (guard.go; TTL 25 h from the last
+// node's registration): one key of the fleet, outside every mailbox's slot.
+func (k keys) guard() string { return k.prefix + ":layout-guard" }

@@ -1,5 +1,11 @@
 package storage
 
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
 // A layout is one shape of what Mayfly writes in Redis: the keys, their
 // types and TTLs, the fields of each hash and the form of every value. Every
 // change to what a script or a command writes is a new layout with a new
@@ -24,5 +30,35 @@ const (
 // first.
 var Layouts = []string{Layout20261124, Layout20261125}
 
+// ValidLayout reports whether name is a layout of Layouts.
+func ValidLayout(name string) bool {
+	return slices.Contains(Layouts, name)
+}
+
 // WriteLayout is the layout this store writes.
-func (s *Store) WriteLayout() string { return LayoutCurrent }
+func (s *Store) WriteLayout() string {
+	if s.legacy.Load() {
+		return Layout20261124
+	}
+	return Layout20261125
+}
+
+// SetWriteLayout makes the store write layout name from its next write on;
+// it refuses a name outside Layouts. What the store reads does not change.
+func (s *Store) SetWriteLayout(name string) error {
+	if !ValidLayout(name) {
+		return fmt.Errorf("storage: unknown layout %q (known: %s)", name, strings.Join(Layouts, ", "))
+	}
+	s.legacy.Store(name == Layout20261124)
+	return nil
+}
+
+// writtenDigest is credential c's digest in the form the write layout
+// stores: 16 raw bytes, or the 64 hex digits of layout 2026-11-24.
+func (s *Store) writtenDigest(c Credential) string {
+	cur, old := c.digestForms()
+	if s.legacy.Load() {
+		return old
+	}
+	return cur
+}

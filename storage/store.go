@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -33,6 +34,10 @@ type Config struct {
 	// Logger gets the failures to read the replica view (rate-limited);
 	// nil logs nothing.
 	Logger *slog.Logger
+	// WriteLayout is the layout the store writes first (one of Layouts;
+	// "" is LayoutCurrent); SetWriteLayout changes it. Every layout is read
+	// whatever this says.
+	WriteLayout string
 }
 
 // Defaults returns the documented defaults.
@@ -71,6 +76,8 @@ type Store struct {
 	topo    topology
 	stats   writeStats
 	group   groupCommit
+	// legacy: the store writes Layout20261124 (see layout.go).
+	legacy atomic.Bool
 }
 
 // New returns a Store on client.
@@ -78,6 +85,7 @@ func New(client rueidis.Client, cfg Config) *Store {
 	cfg = cfg.withDefaults()
 	s := &Store{client: client, cfg: cfg, keys: keys{prefix: cfg.KeyPrefix}, scripts: loadScripts()}
 	s.topo.log = cfg.Logger
+	s.legacy.Store(cfg.WriteLayout == Layout20261124)
 	return s
 }
 
@@ -99,7 +107,7 @@ func (s *Store) Create(ctx context.Context, tag, domain string, lifetime time.Du
 	addr := tag + "@" + LowerASCII(domain)
 	res, err := s.exec(ctx, "create", s.scripts.create, s.keys.all(tag), []string{
 		id.String(), addr, strconv.FormatInt(lifetime.Milliseconds(), 10),
-		strconv.FormatInt(MaxLifetime.Milliseconds(), 10), cred.digest(), owner,
+		strconv.FormatInt(MaxLifetime.Milliseconds(), 10), s.writtenDigest(cred), owner,
 	})
 	if err != nil {
 		// A mailbox that may not survive a failover is not handed out:
@@ -128,7 +136,7 @@ func (s *Store) Create(ctx context.Context, tag, domain string, lifetime time.Du
 func (s *Store) Select(ctx context.Context, id uuid.UUID, scoped Credential) (Mailbox, Credential, error) {
 	sess := newCredential(scoped.Tag)
 	res, err := s.scripts.selectBox.Exec(ctx, s.client, s.keys.all(scoped.Tag), []string{
-		id.String(), scoped.digests(), sess.digest(), strconv.Itoa(s.cfg.MaxSessions),
+		id.String(), scoped.digests(), s.writtenDigest(sess), strconv.Itoa(s.cfg.MaxSessions),
 	}).ToArray()
 	if err != nil {
 		return Mailbox{}, Credential{}, unavailable("select", err)
@@ -555,9 +563,16 @@ func (s *Store) delivery(address string, m NewMessage) (delivery, error) {
 	id := uuid.New()
 	sum := Summary{ID: id, From: m.From, Subject: m.Subject, Status: m.Status}
 	key, oldKey := storedKey(m.Key)
+	msg, legacy := encodeMessage(Message{Summary: sum, Text: m.Text, HTML: m.HTML}), ""
+	if s.legacy.Load() {
+		legacy = "1" // the bodies hash keeps the message JSON whole
+	} else {
+		msg = withoutID(id, msg)
+	}
 	return delivery{keys: s.keys.all(tag), sum: sum, args: []string{
-		lower, id.String(), encodeSummary(sum), withoutID(id, encodeMessage(Message{Summary: sum, Text: m.Text, HTML: m.HTML})),
+		lower, id.String(), encodeSummary(sum), msg,
 		strconv.Itoa(size), strconv.Itoa(s.cfg.MaxMessages), strconv.Itoa(s.cfg.MaxMailboxBytes), key, oldKey, string(id[:]),
+		legacy,
 	}}, nil
 }
 

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mayfly/mayfly/storage"
 )
 
 // setting is one environment variable. The table is the single list of
@@ -32,6 +34,7 @@ var settings = []setting{
 	{"MAYFLY_REDIS_TLS_CERT_FILE", "", "PEM client certificate for Redis servers that require one (tls-auth-clients yes); with MAYFLY_REDIS_TLS_KEY_FILE"},
 	{"MAYFLY_REDIS_TLS_KEY_FILE", "", "PEM private key of MAYFLY_REDIS_TLS_CERT_FILE"},
 	{"MAYFLY_REDIS_FLUSH_DELAY", "0s", "how long the Redis client may hold a batch of concurrent commands to send more in one write (rueidis MaxFlushDelay); 0 sends at once. Applies only while commands are in flight concurrently"},
+	{"MAYFLY_STORAGE_WRITE_LAYOUT", "", "the storage layout this node writes (docs/UPGRADING.md): 2026-11-24 (what release 2026-11-24 reads: set it while nodes of that release still run) or 2026-11-25; empty: the layout the fleet writes (the layout guard in Redis; on a fresh cluster 2026-11-25, on a cluster used by release 2026-11-24 its layout until a node is set to a newer one). Every layout is read whatever this says; a layout some live node cannot read is refused at start"},
 	{"MAYFLY_HTTP_ADDR", "127.0.0.1:8080", "public API listener (edge); the API lives under /v1"},
 	{"MAYFLY_SMTP_ADDR", "127.0.0.1:2525", "SMTP listener (ingest)"},
 	{"MAYFLY_SMTP_HOSTNAME", "", "name in the SMTP greeting and EHLO reply; empty: the machine's hostname"},
@@ -95,6 +98,7 @@ type config struct {
 	minReplicas     int // storage.Config.MinReplicas: 0 auto, -1 never wait
 	replicaTimeout  time.Duration
 	redis           redisSecurity
+	writeLayout     string // "" follows the fleet (storage.LayoutGuard)
 	httpAddr        string
 	smtpAddr        string
 	smtp            smtpConfig
@@ -136,6 +140,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		redisFlush:      p.durationOrZero("MAYFLY_REDIS_FLUSH_DELAY"),
 		minReplicas:     p.minReplicas("MAYFLY_REDIS_MIN_REPLICAS"),
 		replicaTimeout:  p.duration("MAYFLY_REDIS_REPLICA_TIMEOUT"),
+		writeLayout:     p.layout("MAYFLY_STORAGE_WRITE_LAYOUT"),
 		httpAddr:        p.str("MAYFLY_HTTP_ADDR"),
 		smtpAddr:        p.str("MAYFLY_SMTP_ADDR"),
 		adminAddr:       p.str("MAYFLY_ADMIN_ADDR"),
@@ -339,6 +344,16 @@ func (p *parser) choice(name string, allowed ...string) string {
 	v := strings.ToLower(p.str(name))
 	if !slices.Contains(allowed, v) {
 		p.fail(name, "must be one of "+strings.Join(allowed, ", "))
+	}
+	return v
+}
+
+// layout is a storage layout name of storage.Layouts, or "" (follow the
+// fleet).
+func (p *parser) layout(name string) string {
+	v := strings.TrimSpace(p.str(name))
+	if v != "" && !storage.ValidLayout(v) {
+		p.fail(name, "must be empty or one of "+strings.Join(storage.Layouts, ", "))
 	}
 	return v
 }

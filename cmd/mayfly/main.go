@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -178,6 +179,34 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		CreatePerMinute: cfg.createPerMinute, CreatePerHour: cfg.createPerHour, CreatePerDay: cfg.createPerDay,
 		ActivePerClient: cfg.activePerIP, GlobalCreatePerMinute: cfg.globalPerMinute,
 	})
+	// The layout this node writes: decided with the fleet before any write.
+	guard, err := storage.NewLayoutGuard(client, storage.GuardConfig{
+		KeyPrefix: cfg.redisPrefix, Setting: cfg.writeLayout, Version: cli.Version(), Logger: log,
+	})
+	if err != nil {
+		closeListeners()
+		return err
+	}
+	applyLayout := func(layout string) {
+		_ = store.SetWriteLayout(layout) // a name the guard checked
+		limiter.SetZSetSlots(layout == storage.Layout20261124)
+	}
+	layout, err := checkLayout(ctx, guard, log)
+	if err != nil {
+		closeListeners()
+		return err
+	}
+	applyLayout(layout)
+	log.Info("storage layout", "writes", layout, "fleet", guard.Fleet(), "reads", strings.Join(storage.Layouts, ","))
+	guardCtx, stopGuard := context.WithCancel(context.Background())
+	defer stopGuard()
+	go guard.Run(guardCtx, applyLayout)
+	defer func() {
+		stopGuard()
+		lctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = guard.Leave(lctx)
+	}()
 	// Each server reports its end on serveErr; stops are called on shutdown.
 	serveErr := make(chan error, 2)
 	var stops []func(context.Context) error
@@ -231,6 +260,31 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		}
 	}
 	return shutdownErr
+}
+
+// checkLayout asks the layout guard which layout to write, retrying while
+// Redis is unreachable (as connect does) and giving up on a refusal, whose
+// text says what to do.
+func checkLayout(ctx context.Context, guard *storage.LayoutGuard, log *slog.Logger) (string, error) {
+	backoff := 100 * time.Millisecond
+	for {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		layout, err := guard.Check(cctx)
+		cancel()
+		if err == nil || errors.Is(err, storage.ErrLayoutRefused) {
+			if err != nil {
+				log.Error("storage layout refused", "err", err)
+			}
+			return layout, err
+		}
+		log.Warn("storage layout guard not reachable; retrying", "err", err, "retry_in", backoff.String())
+		select {
+		case <-ctx.Done():
+			return "", fmt.Errorf("storage layout guard: %w", err)
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 5*time.Second)
+	}
 }
 
 // smtpServerConfig is the ingest server's configuration from the environment.

@@ -2,12 +2,16 @@
 -- counted in the minute, hour and day windows (aligned to the server clock),
 -- also invalid and refused ones: the spec says failed attempts count.
 -- KEYS: client hash {mw, mn, hw, hn, dw, dn, a:<mailbox tag> = expiry ms…}
---       (see slots.lua)
+--       (see slots.lua), client ZSET of the slots of layout 2026-11-24
+--       (member mailbox tag, score expiry ms)
 -- ARGV: limit per minute, per hour, per day, active cap, mailbox tag,
---       lifetime ms (>= 1), valid ('1' or '0')
+--       lifetime ms (>= 1), valid ('1' or '0'), the layout to write the slot
+--       in ('1' the ZSET of 2026-11-24, '' the hash)
 -- Reply: {code, retry ms}: code 0 reserved; 1 invalid (counted, nothing
 -- reserved); 2 a window is full (retry = ms until the latest-resetting full
 -- window resets); 3 active cap reached (retry 0).
+-- The live slots are those of both layouts: a fleet that mixed releases
+-- holds a client's slots in either key, and the cap counts them all.
 local now = now_ms()
 local cur = redis.call('HMGET', KEYS[1], 'mw', 'mn', 'hw', 'hn', 'dw', 'dn')
 local spans = {60000, 3600000, 86400000}
@@ -27,14 +31,20 @@ for i = 1, 3 do
 end
 redis.call('HSET', KEYS[1], unpack(set))
 local live, top = live_slots(KEYS[1], now)
+local held = #live + zset_slots(KEYS[2], now)
 local code = 0
 if ARGV[7] ~= '1' then code = 1
 elseif retry > 0 then code = 2
-elseif #live >= tonumber(ARGV[4]) then code = 3
+elseif held >= tonumber(ARGV[4]) then code = 3
 else
   local exp = now + tonumber(ARGV[6])
-  redis.call('HSET', KEYS[1], 'a:' .. ARGV[5], string.format('%d', exp))
-  top = math.max(top, exp)
+  if ARGV[8] == '1' then
+    redis.call('ZADD', KEYS[2], string.format('%d', exp), ARGV[5])
+    keep_zset(KEYS[2])
+  else
+    redis.call('HSET', KEYS[1], 'a:' .. ARGV[5], string.format('%d', exp))
+    top = math.max(top, exp)
+  end
 end
 keep_until(KEYS[1], top)
 if code == 2 then return {2, retry} end

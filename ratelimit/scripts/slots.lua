@@ -39,3 +39,20 @@ local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
+
+-- The slots of layout 2026-11-24 are a ZSET of their own (member mailbox
+-- tag, score expiry ms, TTL its highest score): still counted, released and
+-- extended, and written while the fleet writes that layout.
+
+-- zset_slots drops the ZSET's expired slots and returns how many are live.
+local function zset_slots(key, now)
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', string.format('%d', now))
+  return redis.call('ZCARD', key)
+end
+
+-- keep_zset sets the ZSET to expire at its highest score, as 2026-11-24 did
+-- (an empty ZSET is deleted by Redis).
+local function keep_zset(key)
+  local top = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+  if top[2] then redis.call('PEXPIREAT', key, string.format('%d', tonumber(top[2]))) end
+end

@@ -6,7 +6,10 @@
 --       delivery key as stored (16 bytes of the SHA-256 of the raw message,
 --       or empty: no deduplication), the same key as mailboxes stored
 --       before 2026-11-25 hold it (64 hex digits), the message id's 16
---       bytes (see id_bytes in lib.lua)
+--       bytes (see id_bytes in lib.lua), the layout to write ('1' the
+--       bodies hash of layout 2026-11-24, with the message JSON in ARGV[4]
+--       holding its id member and the key in its 64-hex form; '' the box,
+--       layout 2026-11-25: storage/layout.go)
 -- Reply: {1, stream id, message id, node id} delivered; {2, stream id,
 --        message id, node id} the message with that delivery key is still
 --        stored, so nothing was (the reply names that one); {0, node id} no
@@ -31,6 +34,11 @@
 -- it can: one read of the box, one write of the message with its counters,
 -- and the stream's expiry set only when the mailbox held no message
 -- (otherwise it exists with the mailbox's expiry already).
+-- A mixed fleet may have left the stream or the bodies hash without a TTL
+-- (a node of 2026-11-24 sets it only on a mailbox's first message by its
+-- own count), or the byte count too high (it counted messages of the newer
+-- layout as 0 bytes when it evicted them): both are repaired here, the
+-- count when it would evict by bytes (recount in lib.lua).
 local now = now_ms()
 local f = redis.call('HMGET', KEYS[1], 'a', 'e', 'n', 'b')
 if not f[1] or f[1] ~= ARGV[1] or tonumber(f[2]) <= now then return {0, node_id()} end
@@ -53,22 +61,37 @@ if key ~= '' then
     end
   end
 end
-local id, idb = ARGV[2], ARGV[10]
-local sid = redis.call('XADD', KEYS[2], '*', 'j', ARGV[3])
+local id, idb, legacy = ARGV[2], ARGV[10], ARGV[11] == '1'
 local n, b = (tonumber(f[3]) or 0), (tonumber(f[4]) or 0)
-if n <= 0 then redis.call('PEXPIREAT', KEYS[2], exp) end
-n, b = n + 1, b + tonumber(ARGV[5])
 local maxn, maxb = tonumber(ARGV[6]), tonumber(ARGV[7])
+if b + tonumber(ARGV[5]) > maxb then n, b = recount() end
+local sid = redis.call('XADD', KEYS[2], '*', 'j', ARGV[3])
+if n <= 0 or redis.call('PTTL', KEYS[2]) < 0 then redis.call('PEXPIREAT', KEYS[2], exp) end
+n, b = n + 1, b + tonumber(ARGV[5])
 while n > maxn or b > maxb do
   local old = redis.call('XRANGE', KEYS[2], '-', '+', 'COUNT', 1)
   if #old == 0 or old[1][1] == sid then break end
   n = n - 1
   b = b - drop_message(old[1][1], old[1][2], true)
 end
-if key ~= '' then
-  redis.call('HSET', KEYS[1], idb, sid .. ' ' .. ARGV[5] .. ' ' .. key, idb .. 'm', ARGV[4], 'd:' .. key, sid, 'n', n, 'b', b)
+if legacy then
+  -- Layout 2026-11-24: what a node of that release reads, lists, deletes
+  -- and dedupes against (its drop_message, its delivery check).
+  local okey = ARGV[9]
+  if okey ~= '' then
+    redis.call('HSET', KEYS[3], id, sid, id .. ':m', ARGV[4], id .. ':k', ARGV[5] .. ' ' .. okey, 'd:' .. okey, id)
+  else
+    redis.call('HSET', KEYS[3], id, sid, id .. ':m', ARGV[4], id .. ':k', ARGV[5])
+  end
+  redis.call('PEXPIREAT', KEYS[3], exp)
+  redis.call('HSET', KEYS[1], 'n', n, 'b', b)
 else
-  redis.call('HSET', KEYS[1], idb, sid .. ' ' .. ARGV[5], idb .. 'm', ARGV[4], 'n', n, 'b', b)
+  if key ~= '' then
+    redis.call('HSET', KEYS[1], idb, sid .. ' ' .. ARGV[5] .. ' ' .. key, idb .. 'm', ARGV[4], 'd:' .. key, sid, 'n', n, 'b', b)
+  else
+    redis.call('HSET', KEYS[1], idb, sid .. ' ' .. ARGV[5], idb .. 'm', ARGV[4], 'n', n, 'b', b)
+  end
+  if redis.call('PTTL', KEYS[3]) == -1 then redis.call('PEXPIREAT', KEYS[3], exp) end
 end
 local node = node_id()
 redis.call('SPUBLISH', KEYS[4], '{"type":"message","sid":"' .. sid .. '","node":"' .. node .. '","summary":' .. ARGV[3] .. '}')

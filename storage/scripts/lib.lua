@@ -137,3 +137,33 @@ local function drop_message(sid, fields, uncounted)
   end
   return size
 end
+
+-- stored_size is the bytes counted for the message of a stream entry's
+-- field/value list (see drop_message): from its box field, its z field
+-- (before the pre-encoded layout) or its bodies field <id>:k (2026-11-24).
+local function stored_size(fields)
+  local id
+  for i = 1, #fields, 2 do
+    local f, v = fields[i], fields[i + 1]
+    if f == 'z' then return tonumber(v) or 0 end
+    if f == 'j' then id = string.match(v, '^{"id":"([^"]+)"') elseif f == 'i' then id = v end
+  end
+  if not id then return 0 end
+  local meta = redis.call('HGET', KEYS[1], id_bytes(id))
+  if meta then
+    local _, n = parse_meta(meta)
+    return n
+  end
+  local k = redis.call('HGET', KEYS[3], id .. ':k')
+  return k and tonumber(string.match(k, '^(%d+)')) or 0
+end
+
+-- recount is the mailbox's message count and stored bytes read from what it
+-- holds, not from its counters n and b: a fleet that mixed releases could
+-- leave b too high (see deliver.lua), which would evict messages early.
+local function recount()
+  local all = redis.call('XRANGE', KEYS[2], '-', '+')
+  local b = 0
+  for i = 1, #all do b = b + stored_size(all[i][2]) end
+  return #all, b
+end

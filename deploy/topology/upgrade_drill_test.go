@@ -52,7 +52,9 @@ import (
 // table: the run that measures a tree before a fix).
 
 // previousRelease is the release the drill upgrades from (2026-11-24);
-// MAYFLY_DRILL_UPGRADE_FROM names another commit.
+// MAYFLY_DRILL_UPGRADE_FROM names another commit, and
+// MAYFLY_DRILL_UPGRADE_TO a commit to upgrade to instead of this tree (the
+// "before" run of deploy/README.md: 1ec388a, before the write layout).
 const previousRelease = "1e86987"
 
 // Write layouts (storage/layout.go), as the drill sets them.
@@ -129,6 +131,7 @@ func upgradePlan(full bool) []upgradeStep {
 // stepStats is what one step saw.
 type stepStats struct {
 	name, nodes string
+	writesNew   bool // a node wrote 2026-11-25 during the step
 
 	requests                        atomic.Int64
 	f401, f404, f5xx, fConn, fOther atomic.Int64
@@ -139,9 +142,13 @@ type stepStats struct {
 	noTTL, noTTLNew, counters       int // keys without TTL (and first seen in this step), mailboxes with wrong counters
 	noTTLKeys, counterNotes         []string
 	scanned, checked                int // keys scanned, mailboxes with mail whose counters were checked
-	mu                              sync.Mutex
-	classes                         map[string]int    // failure class → count
-	evidence                        map[string]string // failure class → first example
+	// What the live mailboxes hold, by layout: scoped digests as 64 hex
+	// digits (2026-11-24) or 16 bytes (2026-11-25), messages in the bodies
+	// hash (2026-11-24) or in the box (2026-11-25).
+	digestHex, digestRaw, msgsInBodies, msgsInBox int
+	mu                                            sync.Mutex
+	classes                                       map[string]int    // failure class → count
+	evidence                                      map[string]string // failure class → first example
 }
 
 // example records a failure of class (e.g. "401 GET /events") with one
@@ -198,6 +205,9 @@ func TestDrillUpgrade(t *testing.T) {
 		t.Fatal(err)
 	}
 	newBin, err := topology.Binary()
+	if to := os.Getenv("MAYFLY_DRILL_UPGRADE_TO"); to != "" {
+		newBin, err = topology.BuildCommit(to)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,6 +273,11 @@ func TestDrillUpgrade(t *testing.T) {
 			t.Logf("step %d: %s now %s (restart %v)", i, name, m.to, time.Since(start).Round(time.Millisecond))
 		}
 		st := d.steps[i]
+		d.versionsMu.Lock()
+		for _, v := range d.versions {
+			st.writesNew = st.writesNew || v == vNew25
+		}
+		d.versionsMu.Unlock()
 		st.nodes = fmt.Sprintf("e1 %s, e2 %s, i1 %s, i2 %s", d.versions["edge1"], d.versions["edge2"], d.versions["ingest1"], d.versions["ingest2"])
 		// Flows that cross nodes, on the nodes as they now are.
 		var flows sync.WaitGroup
@@ -298,6 +313,18 @@ func TestDrillUpgrade(t *testing.T) {
 				s.name, s.apiFailed(), s.f401.Load(), s.f404.Load(), s.f5xx.Load(), s.fConn.Load(), s.fOther.Load(),
 				s.smtp4xxDirect.Load(), s.smtp5xx.Load(), s.lost.Load(), s.dups.Load(), s.eventsMissed.Load(), s.noTTL, s.counters)
 		}
+	}
+	// The nodes wrote the layout they were told: nothing of 2026-11-25
+	// before the flip, and the flipped nodes write it.
+	for _, s := range d.steps {
+		if !s.writesNew && (s.digestRaw != 0 || s.msgsInBox != 0) {
+			t.Errorf("step %q: no node was told to write %s, but %d live mailboxes have its digest and %d messages are in their box",
+				s.name, layoutNew, s.digestRaw, s.msgsInBox)
+		}
+	}
+	if s := d.steps[len(d.steps)-1]; s.digestRaw == 0 || s.msgsInBox == 0 {
+		t.Errorf("step %q: every node writes %s, but %d live mailboxes have its digest and %d messages are in their box",
+			s.name, layoutNew, s.digestRaw, s.msgsInBox)
 	}
 	if s := d.steps[0]; s.smtp250.Load() == 0 || s.flows.Load() == 0 {
 		t.Errorf("step 0 ran %d flows and got %d 250s: no load", s.flows.Load(), s.smtp250.Load())
@@ -441,7 +468,8 @@ type listed struct {
 
 // flow is one mailbox's life across nodes. Flow k takes edge A = k%2 and B
 // the other, ingest X = (k/2)%2 and Y the other, so every pairing runs;
-// every fifth flow goes through haproxy for everything instead.
+// every fifth flow goes through haproxy for everything instead. Half the
+// mailboxes are deleted at the end, half stay for the scans.
 func (d *upgradeDrill) flow(k int) {
 	st := d.step()
 	st.flows.Add(1)
@@ -543,7 +571,7 @@ func (d *upgradeDrill) flow(k int) {
 	if id2 := ids[subj2]; id2 != "" {
 		call("GET", b+"/messages/"+id2, "", 200)
 	}
-	if k%2 == 0 {
+	if (k/4)%2 == 0 { // every pairing of edges and ingests both goes and stays
 		// Only a mailbox that goes is extended: an extension sets every
 		// key's expiry again, which would hide a key written without one.
 		call("PATCH", b+"/mailboxes/current", `{"extension_minutes":1}`, 200)
@@ -857,6 +885,24 @@ func (d *upgradeDrill) counters(ctx context.Context, st *stepStats, tag string) 
 	if n > 0 {
 		st.checked++
 	}
+	// Which layout wrote it: the scoped digest as 64 hex digits or 16
+	// bytes; messages in the bodies hash or in the box.
+	switch len(box["k"]) {
+	case 64:
+		st.digestHex++
+	case 16:
+		st.digestRaw++
+	}
+	for f := range box {
+		if len(f) == 16 {
+			st.msgsInBox++
+		}
+	}
+	for f := range bodies {
+		if strings.HasSuffix(f, ":k") {
+			st.msgsInBodies++
+		}
+	}
 	gotN, _ := strconv.ParseInt(box["n"], 10, 64)
 	gotB, _ := strconv.ParseInt(box["b"], 10, 64)
 	if gotN != n || gotB != sum || xlen != n {
@@ -893,7 +939,8 @@ func (d *upgradeDrill) table() {
 		for _, n := range s.counterNotes {
 			d.t.Logf("upgrade step %.2s| counters: %s", s.name, n)
 		}
-		d.t.Logf("upgrade step %.2s| %d flows; %d keys scanned; counters of %d mailboxes with mail checked", s.name, s.flows.Load(), s.scanned, s.checked)
+		d.t.Logf("upgrade step %.2s| %d flows; %d keys scanned; counters of %d mailboxes with mail checked; live mailboxes with a digest of %s %d, of %s %d; messages in the bodies hash (%s) %d, in the box (%s) %d",
+			s.name, s.flows.Load(), s.scanned, s.checked, layoutOld, s.digestHex, layoutNew, s.digestRaw, layoutOld, s.msgsInBodies, layoutNew, s.msgsInBox)
 	}
 	if f := os.Getenv("MAYFLY_DRILL_REPORT"); f != "" {
 		if fh, err := os.OpenFile(f+".upgrade", os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {

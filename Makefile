@@ -81,7 +81,8 @@ cluster-demo:
 # Every failover drill of deploy/README.md, with longer load (about 4–5
 # minutes, the reshard drill included); prints the table. `make test` runs
 # the four short ones (primary kill, mid-DATA ingest kill, partition, and the
-# partition of a primary with one of its two replicas).
+# partition of a primary with one of its two replicas). The upgrade drill has
+# its own target, drill-upgrade.
 drill: build
 	bash deploy/install-deps.sh
 	MAYFLY_DRILL=full go test -tags drill -count=1 -timeout 20m -v -run 'Drill' -skip 'TestDrillUpgrade' ./deploy/topology/ | grep -E '^(\||---|ok|FAIL|    (flood_)?drill_)'
@@ -89,7 +90,7 @@ drill: build
 # The mixed-version drill (deploy/README.md, "Upgrade drill"): the previous
 # release (built from git) and this tree side by side behind haproxy under
 # load, rolled one node at a time to this tree writing the old layout, back,
-# forward again, then flipped to the new layout (about 4 minutes); prints the
+# forward again, then flipped to the new layout (about 3 minutes); prints the
 # table, a row per step. `make test` runs a short form (pairs of nodes).
 drill-upgrade: build
 	bash deploy/install-deps.sh

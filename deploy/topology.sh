@@ -16,8 +16,9 @@
 #            if it still runs 20 s later) and starts it again on the
 #            same ports, so haproxy keeps it as its backend: MAYFLY_BIN (a
 #            binary of another release) and the MAYFLY_* variables of this
-#            call's environment apply to the new process. Its PID is added to
-#            topology.env (the last EDGE<i>_PID line is the live one).
+#            call's environment apply to the new process. It prints the new
+#            PID and adds it to topology.env (the last EDGE<i>_PID line is the
+#            live one).
 #   demo     `up` with the dev profile of make run (deploy/dev.env, unless
 #            MAYFLY_RUN_PROFILE=spec), prints the addresses and a quick start,
 #            and tears it all down on Ctrl-C (make cluster-demo).

@@ -189,7 +189,6 @@ func (tp *Topology) load() error {
 	tp.HTTPURL, tp.SMTPAddr = kv["HTTP_URL"], kv["SMTP_ADDR"]
 	tp.RedisAddrs = strings.Split(kv["REDIS_ADDRS"], ",")
 	tp.HAProxyPID, _ = strconv.Atoi(kv["HAPROXY_PID"])
-	tp.Edges, tp.Ingests = nil, nil
 	for i := 1; i <= 2; i++ {
 		n := strconv.Itoa(i)
 		pe, _ := strconv.Atoi(kv["EDGE"+n+"_PID"])
@@ -213,11 +212,22 @@ func (tp *Topology) Restart(kind string, i int, bin string, env ...string) {
 	tp.t.Helper()
 	cmd := exec.Command("bash", filepath.Join(repoRoot(), "deploy", "topology.sh"), "restart", tp.Dir, kind, strconv.Itoa(i+1))
 	cmd.Env = append(append(append(os.Environ(), tp.env...), env...), "MAYFLY_BIN="+bin)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		tp.t.Fatalf("topology.sh restart %s %d: %v\n%s", kind, i+1, err, out)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		tp.t.Fatalf("topology.sh restart %s %d: %v\n%s", kind, i+1, err, stderr.String())
 	}
-	if err := tp.load(); err != nil {
-		tp.t.Fatal(err)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		tp.t.Fatalf("topology.sh restart %s %d printed %q, not a process id", kind, i+1, out)
+	}
+	// Only the PID changes: the rest of the topology stays as it is, for
+	// the load that goes on reading it.
+	if kind == "edge" {
+		tp.Edges[i].PID = pid
+	} else {
+		tp.Ingests[i].PID = pid
 	}
 }
 

@@ -10,10 +10,29 @@ STATICCHECK_VERSION ?= v0.8.2
 
 GO ?= go
 
-.PHONY: build run test lint bench bench-smoke bench-scale cluster-up cluster-down cluster-demo drill drill-upgrade clean
+# What `mayfly version` and /metrics' mayfly_build_info name. VERSION is the
+# release tag of the commit (v2026.11.26), or git describe past the last one
+# (v2026.11.26-3-g1a2b3c4), with -dirty for uncommitted changes; without git
+# (a source tarball) the first line of a VERSION file, else "dev". Only
+# release tags (v + a digit) count, not the clients' own. REVISION is the
+# full commit hash. Both can be given: make build VERSION=… REVISION=….
+VERSION ?= $(shell git describe --tags --always --dirty --match 'v[0-9]*' 2>/dev/null || head -n 1 VERSION 2>/dev/null || echo dev)
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
+# The Dockerfile passes the same two -X flags from its build args.
+LDFLAGS = -X main.version=$(VERSION) -X main.revision=$(REVISION)
+# Where make build writes the binary.
+OUT ?= bin/mayfly
+
+.PHONY: build image run test lint bench bench-smoke bench-scale cluster-up cluster-down cluster-demo drill drill-upgrade clean
 
 build:
-	$(GO) build -o bin/mayfly ./cmd/mayfly
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(OUT) ./cmd/mayfly
+
+# The container image, tagged with the version without its v (mayfly:2026.11.26,
+# the tag deploy/k8s pins). docker build has no git: the version and revision
+# come in as build args.
+image:
+	docker build --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) -t mayfly:$(patsubst v%,%,$(VERSION)) .
 
 # exec: run.sh is make's own child, which make's SIGTERM reaches.
 run:

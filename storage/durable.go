@@ -244,8 +244,9 @@ func scriptReply(op string, res rueidis.RedisResult) ([]rueidis.RedisMessage, st
 	return vals[:len(vals)-1], node, nil
 }
 
-// WriteStats counts the durable writes (creations and deliveries) of a
-// Store since it was made; the drills read them from /metrics.
+// WriteStats counts the durable writes (creations, deliveries, selects,
+// extensions and deletes) of a Store since it was made; the drills read
+// them from /metrics.
 type WriteStats struct {
 	// AckedWaited: acknowledged after a WAIT answered by the node that ran
 	// the script, on the script's own connection.

@@ -678,3 +678,81 @@ func TestGroupCommitExpiredWrite(t *testing.T) {
 		t.Fatalf("messages = %+v, %v; want none stored", list, err)
 	}
 }
+
+// A select, an extension and both deletes are acknowledged only once a
+// replica has them, as deliveries are: with the replica frozen each is
+// ErrNotReplicated (the API's 503, which clients retry), never a 200 that a
+// failover could take back (a session that then answers 401, a deleted
+// message or inbox that comes back). The four run at once, on four
+// mailboxes of one primary, within one replica timeout (a replica frozen
+// longer is soon flagged failed, and then not waited for). With the
+// replica back, each goes through.
+func TestSessionChangesWaitForAReplica(t *testing.T) {
+	t.Parallel()
+	cluster := storagetest.StartCluster(t, 3, 1)
+	prefix := "durable-session"
+	store := storage.New(cluster.Client(), storage.Config{KeyPrefix: prefix, ReplicaTimeout: 300 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	type box struct {
+		m      storage.Mailbox
+		scoped storage.Credential
+		sess   storage.Credential
+		msg    storage.Summary
+	}
+	var primary string
+	open := func() box {
+		t.Helper()
+		tag := storage.NewTag()
+		for primary != "" && cluster.PrimaryFor(prefix+":{"+tag+"}:box") != primary {
+			tag = storage.NewTag()
+		}
+		primary = cluster.PrimaryFor(prefix + ":{" + tag + "}:box")
+		m, scoped, err := store.Create(ctx, tag, domain, 10*time.Minute, "o")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, sess, err := store.Select(ctx, m.ID, scoped)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msg, err := store.Deliver(ctx, m.Address, keyedMessage("one"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return box{m, scoped, sess, msg}
+	}
+	boxes := []box{open(), open(), open(), open(), open()}
+	ops := map[string]func(b box) error{
+		"select":         func(b box) error { _, _, err := store.Select(ctx, b.m.ID, b.scoped); return err },
+		"extend":         func(b box) error { _, _, err := store.Extend(ctx, b.sess, time.Minute); return err },
+		"delete message": func(b box) error { return store.DeleteMessage(ctx, b.sess, b.msg.ID) },
+		"destroy":        func(b box) error { _, err := store.Destroy(ctx, b.sess); return err },
+	}
+	names := []string{"select", "extend", "delete message", "destroy"}
+	replica := cluster.ReplicaOf(primary)
+	before := store.WriteStats().Refused
+	cluster.Stop(replica)
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[i] = ops[name](boxes[i]) }()
+	}
+	wg.Wait()
+	cluster.Cont(replica)
+	for i, name := range names {
+		if !errors.Is(errs[i], storage.ErrNotReplicated) || !errors.Is(errs[i], storage.ErrUnavailable) {
+			t.Errorf("%s with a frozen replica: %v, want ErrNotReplicated (an ErrUnavailable)", name, errs[i])
+		}
+	}
+	if got := store.WriteStats().Refused - before; got != int64(len(names)) {
+		t.Errorf("WriteStats().Refused grew by %d, want %d", got, len(names))
+	}
+	// With the replica back, on the fifth mailbox.
+	for _, name := range names {
+		if err := ops[name](boxes[4]); err != nil {
+			t.Errorf("%s with the replica back: %v", name, err)
+		}
+	}
+}

@@ -12,12 +12,13 @@ var scriptFS embed.FS
 // scripts holds every storage script, each with lib.lua prepended. The
 // header of each file names its KEYS, ARGV and reply.
 type scripts struct {
-	selectBox, current, extend, destroy *rueidis.Lua
-	message, deleteMessage              *rueidis.Lua
-	streamOpen, streamRead              *rueidis.Lua
+	current, message       *rueidis.Lua
+	streamOpen, streamRead *rueidis.Lua
 	// The writes a caller is told are safe: run through Store.exec, which
-	// waits for replicas on the same connection.
-	create, deliver durableScript
+	// waits for replicas on the same connection. A select, extend or delete
+	// that a failover lost would turn a handed-out session into a 401, or
+	// bring back what the user was told is gone.
+	create, deliver, selectBox, extend, destroy, deleteMessage durableScript
 }
 
 func loadScripts() scripts {
@@ -27,12 +28,12 @@ func loadScripts() scripts {
 	}
 	return scripts{
 		create:        newDurableScript(lib + mustRead("create.lua")),
-		selectBox:     load("select.lua"),
+		selectBox:     newDurableScript(lib + mustRead("select.lua")),
 		current:       load("current.lua"),
-		extend:        load("extend.lua"),
-		destroy:       load("destroy.lua"),
+		extend:        newDurableScript(lib + mustRead("extend.lua")),
+		destroy:       newDurableScript(lib + mustRead("destroy.lua")),
 		message:       load("message.lua"),
-		deleteMessage: load("delete_message.lua"),
+		deleteMessage: newDurableScript(lib + mustRead("delete_message.lua")),
 		deliver:       newDurableScript(lib + mustRead("deliver.lua")),
 		streamOpen:    load("stream_open.lua"),
 		streamRead:    load("stream_read.lua"),

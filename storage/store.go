@@ -135,11 +135,11 @@ func (s *Store) Create(ctx context.Context, tag, domain string, lifetime time.Du
 // (the credential is not this mailbox's), ErrUnavailable.
 func (s *Store) Select(ctx context.Context, id uuid.UUID, scoped Credential) (Mailbox, Credential, error) {
 	sess := newCredential(scoped.Tag)
-	res, err := s.scripts.selectBox.Exec(ctx, s.client, s.keys.all(scoped.Tag), []string{
+	res, err := s.exec(ctx, "select", s.scripts.selectBox, s.keys.all(scoped.Tag), []string{
 		id.String(), scoped.digests(), s.writtenDigest(sess), strconv.Itoa(s.cfg.MaxSessions),
-	}).ToArray()
+	})
 	if err != nil {
-		return Mailbox{}, Credential{}, unavailable("select", err)
+		return Mailbox{}, Credential{}, err
 	}
 	switch code, _ := res[0].AsInt64(); code {
 	case 0:
@@ -176,11 +176,11 @@ func (s *Store) Current(ctx context.Context, session Credential) (Mailbox, error
 // mailbox and its owner.
 // Errors: ErrSessionInvalid, ErrUnavailable.
 func (s *Store) Extend(ctx context.Context, session Credential, d time.Duration) (Mailbox, string, error) {
-	res, err := s.scripts.extend.Exec(ctx, s.client, s.keys.all(session.Tag), []string{
+	res, err := s.exec(ctx, "extend", s.scripts.extend, s.keys.all(session.Tag), []string{
 		session.digests(), strconv.FormatInt(d.Milliseconds(), 10),
-	}).ToArray()
+	})
 	if err != nil {
-		return Mailbox{}, "", unavailable("extend", err)
+		return Mailbox{}, "", err
 	}
 	if code, _ := res[0].AsInt64(); code != 1 || len(res) != 7 {
 		return Mailbox{}, "", ErrSessionInvalid
@@ -197,9 +197,9 @@ func (s *Store) Extend(ctx context.Context, session Credential, d time.Duration)
 // session of it, and returns its owner.
 // Errors: ErrSessionInvalid, ErrUnavailable.
 func (s *Store) Destroy(ctx context.Context, session Credential) (string, error) {
-	res, err := s.scripts.destroy.Exec(ctx, s.client, s.keys.all(session.Tag), []string{session.digests()}).ToArray()
+	res, err := s.exec(ctx, "destroy", s.scripts.destroy, s.keys.all(session.Tag), []string{session.digests()})
 	if err != nil {
-		return "", unavailable("destroy", err)
+		return "", err
 	}
 	if code, _ := res[0].AsInt64(); code != 1 || len(res) != 2 {
 		return "", ErrSessionInvalid
@@ -476,8 +476,12 @@ func (s *Store) messageBefore(ctx context.Context, session Credential, id uuid.U
 // Errors: ErrSessionInvalid, ErrMessageNotFound, ErrUnavailable.
 func (s *Store) DeleteMessage(ctx context.Context, session Credential, id uuid.UUID) error {
 	t := session.Tag
-	code, err := s.scripts.deleteMessage.Exec(ctx, s.client, []string{s.keys.box(t), s.keys.msgs(t), s.keys.bodies(t)},
-		[]string{session.digests(), id.String()}).AsInt64()
+	res, err := s.exec(ctx, "delete message", s.scripts.deleteMessage, []string{s.keys.box(t), s.keys.msgs(t), s.keys.bodies(t)},
+		[]string{session.digests(), id.String()})
+	if err != nil {
+		return err
+	}
+	code, err := res[0].AsInt64()
 	if err != nil {
 		return unavailable("delete message", err)
 	}

@@ -78,6 +78,34 @@ func registerWriteStats(reg prometheus.Registerer, store *storage.Store) {
 	}, func() float64 { return float64(store.WriteStats().ViewRefreshFailures) }))
 }
 
+// registerBuildInfo exports mayfly_build_info{version,revision,layout} 1:
+// which build a node runs and the storage layout it writes, so that a
+// rollout's mix of versions and layouts is one query
+// (count by (version, layout) (mayfly_build_info)). The layout is read at
+// every scrape, from the store itself: the label says what the node writes,
+// not what its binary would by default.
+func registerBuildInfo(reg prometheus.Registerer, b build, layout func() string) {
+	reg.MustRegister(buildInfo{
+		desc: prometheus.NewDesc("mayfly_build_info",
+			"1 for the build this node runs: version (its release tag, or git describe past one), revision (the commit) and layout (the storage layout it writes).",
+			[]string{"version", "revision", "layout"}, nil),
+		build: b, layout: layout,
+	})
+}
+
+// buildInfo is the collector of mayfly_build_info.
+type buildInfo struct {
+	desc   *prometheus.Desc
+	build  build
+	layout func() string
+}
+
+func (c buildInfo) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c buildInfo) Collect(ch chan<- prometheus.Metric) {
+	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, 1, c.build.version, c.build.revision, c.layout())
+}
+
 // adminMux serves the operator endpoints. It is mounted on MAYFLY_ADMIN_ADDR
 // only, never on the public listener; /debug/pprof/ only when withPprof.
 func adminMux(reg *prometheus.Registry, ping func(context.Context) error, withPprof bool) *http.ServeMux {

@@ -52,7 +52,7 @@ commands:
   all     edge and ingest in one process
   inbox   the client tool: create an inbox, wait for mail, read it
           (mayfly inbox --help; clients/go/cli)
-  version print the version (module version or VCS revision, Go version)
+  version print the version, revision, Go version and storage layouts
 
 Every node command also serves the admin endpoints (MAYFLY_ADMIN_ADDR).
 
@@ -77,7 +77,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprint(stdout, usage)
 		return nil
 	case "version", "--version":
-		fmt.Fprintln(stdout, "mayfly", cli.Version())
+		printVersion(stdout, readBuild())
 		return nil
 	default:
 		fmt.Fprint(stderr, usage)
@@ -88,6 +88,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
+	bin := readBuild()
+	log.Info("starting", "command", args[0], "version", bin.version, "revision", bin.revision)
 	var tlsConfig *tls.Config
 	if serveSMTP && cfg.smtp.tlsCert != "" {
 		cert, err := tls.LoadX509KeyPair(cfg.smtp.tlsCert, cfg.smtp.tlsKey)
@@ -181,7 +183,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	})
 	// The layout this node writes: decided with the fleet before any write.
 	guard, err := storage.NewLayoutGuard(client, storage.GuardConfig{
-		KeyPrefix: cfg.redisPrefix, Setting: cfg.writeLayout, Version: cli.Version(), Logger: log,
+		KeyPrefix: cfg.redisPrefix, Setting: cfg.writeLayout, Version: bin.version, Logger: log,
 	})
 	if err != nil {
 		closeListeners()
@@ -198,6 +200,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	applyLayout(layout)
 	log.Info("storage layout", "writes", layout, "fleet", guard.Fleet(), "reads", strings.Join(storage.Layouts, ","))
+	registerBuildInfo(reg, bin, store.WriteLayout) // the guard's layout, and each one it follows
 	guardCtx, stopGuard := context.WithCancel(context.Background())
 	defer stopGuard()
 	go guard.Run(guardCtx, applyLayout)

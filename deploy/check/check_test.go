@@ -1,8 +1,10 @@
 // Package check validates deploy artifacts with the libraries that define
 // them: the Kubernetes objects of deploy/k8s decode strictly into the real
-// API types, and the Dockerfile parses with buildkit's own parser. It is a
-// module of its own so that those libraries stay out of Mayfly's go.mod;
-// deploy/test.sh runs it on every full `make test`.
+// API types and run a pinned release's image, and the Dockerfile parses
+// with buildkit's own parser and stamps the version as `make build` does
+// (release_test.go). It is a module of its own so that those libraries
+// stay out of Mayfly's go.mod; deploy/test.sh runs it on every full
+// `make test`.
 package check
 
 import (
@@ -56,12 +58,17 @@ type kustomization struct {
 	Labels     []struct {
 		Pairs map[string]string `json:"pairs"`
 	} `json:"labels"`
-	Resources []string `json:"resources"`
-	Images    []struct {
-		Name    string `json:"name"`
-		NewName string `json:"newName"`
-		NewTag  string `json:"newTag"`
-	} `json:"images"`
+	Resources []string      `json:"resources"`
+	Images    []imageChange `json:"images"`
+}
+
+// imageChange is one entry of kustomize's images: the containers whose
+// image has the name Name get NewName, NewTag or Digest instead.
+type imageChange struct {
+	Name    string `json:"name"`
+	NewName string `json:"newName"`
+	NewTag  string `json:"newTag"`
+	Digest  string `json:"digest"`
 }
 
 type objects struct {
@@ -71,13 +78,17 @@ type objects struct {
 	hpas        map[string]*autoscalingv2.HorizontalPodAutoscaler
 	configMaps  map[string]*corev1.ConfigMap
 	policies    map[string]*networkingv1.NetworkPolicy
+	images      []imageChange // the kustomization's
 }
 
-// load decodes every object of every resource of the base, strictly: an
-// unknown or misplaced field is an error, as it would be for kubectl with
-// server-side field validation.
-func load(t *testing.T) objects {
-	dir := filepath.Join(repo, "deploy", "k8s")
+// base is the kustomize base of deploy/k8s.
+var base = filepath.Join(repo, "deploy", "k8s")
+
+// load decodes every object of every resource of the kustomization in dir,
+// strictly: an unknown or misplaced field is an error, as it would be for
+// kubectl with server-side field validation.
+func load(t *testing.T, dir string) objects {
+	t.Helper()
 	b, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -91,7 +102,7 @@ func load(t *testing.T) objects {
 	}
 	o := objects{map[string]*appsv1.Deployment{}, map[string]*corev1.Service{}, map[string]*policyv1.PodDisruptionBudget{},
 		map[string]*autoscalingv2.HorizontalPodAutoscaler{}, map[string]*corev1.ConfigMap{},
-		map[string]*networkingv1.NetworkPolicy{}}
+		map[string]*networkingv1.NetworkPolicy{}, k.Images}
 	for _, res := range k.Resources {
 		b, err := os.ReadFile(filepath.Join(dir, res))
 		if err != nil {
@@ -148,7 +159,7 @@ func load(t *testing.T) objects {
 }
 
 func TestKubernetesBase(t *testing.T) {
-	o := load(t)
+	o := load(t, base)
 	known := settings(t)
 	cm := o.configMaps["mayfly-config"]
 	if cm == nil {

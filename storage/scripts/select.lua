@@ -2,13 +2,16 @@
 -- KEYS: box, msgs, bodies, events
 -- ARGV: mailbox id (uuid), scoped credential (see digests in lib.lua), new
 --       session digest (16 bytes), max sessions
--- Reply: {1, id, address, created, expires, max} on success;
---        {0} when the mailbox is gone; {2} when id or credential do not match.
+-- Reply: {1, id, address, created, expires, max, node id} on success;
+--        {0, node id} when the mailbox is gone; {2, node id} when id or
+--        credential do not match (node id: see node_id in lib.lua; the
+--        session must survive a failover, so Store.Select waits for the
+--        replicas: durable, see storage/durable.go).
 -- Past max sessions it revokes the oldest and publishes
 -- {"type":"revoked","session":<its digest in hex>} on the events channel.
 local now = now_ms()
 local f = redis.call('HMGET', KEYS[1], 'id', 'a', 'c', 'e', 'x', 'k', 'sn')
-if not f[1] or tonumber(f[4]) <= now then return {0} end
+if not f[1] or tonumber(f[4]) <= now then return {0, node_id()} end
 -- k is stored as a 16-byte digest, or as 64 hex digits by a mailbox made
 -- before 2026-11-25: compare with the form it has.
 local k = f[6] or ''
@@ -18,7 +21,7 @@ if #k == #old then want = old end
 -- Both comparisons always run, so timing does not tell which one failed.
 local ok_id = ct_equal(f[1], ARGV[1])
 local ok_key = ct_equal(k, want)
-if not (ok_id and ok_key) then return {2} end
+if not (ok_id and ok_key) then return {2, node_id()} end
 -- Sessions are numbered, not timed: two selects in one millisecond still
 -- have an order for revoking the oldest.
 local seq = redis.call('HINCRBY', KEYS[1], 'sq', 1)
@@ -52,4 +55,4 @@ if sn > tonumber(ARGV[4]) then
     redis.call('SPUBLISH', KEYS[4], cjson.encode({type = 'revoked', session = d}))
   end
 end
-return {1, f[1], f[2], f[3], f[4], f[5]}
+return {1, f[1], f[2], f[3], f[4], f[5], node_id()}

@@ -99,9 +99,10 @@ cluster-demo:
 
 # Every failover drill of deploy/README.md, with longer load (about 4–5
 # minutes, the reshard drill included); prints the table. `make test` runs
-# the four short ones (primary kill, mid-DATA ingest kill, partition, and the
-# partition of a primary with one of its two replicas). The upgrade drill has
-# its own target, drill-upgrade.
+# the short ones (primary kill, mid-DATA ingest kill, partition, the
+# partition of a primary with one of its two replicas, and the rolling
+# restart of every node). The upgrade drill has its own target,
+# drill-upgrade.
 drill: build
 	bash deploy/install-deps.sh
 	MAYFLY_DRILL=full go test -tags drill -count=1 -timeout 20m -v -run 'Drill' -skip 'TestDrillUpgrade' ./deploy/topology/ | grep -E '^(\||---|ok|FAIL|    (flood_)?drill_)'

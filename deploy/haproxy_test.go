@@ -177,14 +177,30 @@ func open(t *testing.T, addr string, n int, from func(i int) netip.Addr) int {
 			conns = append(conns, c)
 		}
 	}
-	time.Sleep(500 * time.Millisecond)
-	kept := 0
-	for _, c := range conns {
-		_ = c.SetReadDeadline(time.Now().Add(time.Millisecond))
-		if _, err := c.Read(make([]byte, 1)); err != nil {
-			if ne, ok := err.(net.Error); ok && ne.Timeout() {
-				kept++
+	// Kept: still open once haproxy has decided on every connection. A
+	// loaded machine's haproxy may not have accepted the last ones yet
+	// after a fixed wait (they look open: one run counted 201 of a 200
+	// cap), so count until two counts 300 ms apart agree.
+	count := func() int {
+		kept := 0
+		for _, c := range conns {
+			_ = c.SetReadDeadline(time.Now().Add(time.Millisecond))
+			if _, err := c.Read(make([]byte, 1)); err != nil {
+				if ne, ok := err.(net.Error); ok && ne.Timeout() {
+					kept++
+				}
 			}
+		}
+		return kept
+	}
+	time.Sleep(500 * time.Millisecond)
+	kept := count()
+	for range 20 {
+		time.Sleep(300 * time.Millisecond)
+		if again := count(); again == kept {
+			return kept
+		} else {
+			kept = again
 		}
 	}
 	return kept

@@ -30,6 +30,9 @@ export MAYFLY_SMTP_ADDR=${MAYFLY_SMTP_ADDR:-127.0.0.1:2525}
 export MAYFLY_ADMIN_ADDR=${MAYFLY_ADMIN_ADDR:-127.0.0.1:9090}
 export MAYFLY_COOKIE_SECURE=${MAYFLY_COOKIE_SECURE:-false}
 export MAYFLY_DOMAINS=${MAYFLY_DOMAINS:-mayfly.test}
+# One node and no load balancer: nothing to drain from, so Ctrl-C stops at
+# once instead of serving on for MAYFLY_DRAIN_DELAY.
+export MAYFLY_DRAIN_DELAY=${MAYFLY_DRAIN_DELAY:-0s}
 http_addr=$MAYFLY_HTTP_ADDR
 smtp_addr=$MAYFLY_SMTP_ADDR
 admin_addr=$MAYFLY_ADMIN_ADDR

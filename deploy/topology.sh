@@ -7,7 +7,8 @@
 #   up       starts everything in the background and prints the state dir
 #            ($MAYFLY_TOPOLOGY_DIR, or a new temp dir). The dir holds every
 #            log and topology.env, KEY=VALUE lines for tools and tests:
-#            HTTP_URL SMTP_ADDR HAPROXY_PID REDIS_ADDRS,
+#            HTTP_URL SMTP_ADDR HAPROXY_PID HAPROXY_SOCKET (its runtime
+#            API) REDIS_ADDRS,
 #            EDGE<i>_PID EDGE<i>_HTTP EDGE<i>_ADMIN (i = 1, 2),
 #            INGEST<i>_PID INGEST<i>_SMTP INGEST<i>_ADMIN.
 #   down DIR stops everything recorded in DIR and removes it.
@@ -158,7 +159,8 @@ cmd_down() {
 		while read -r pid; do
 			[[ -n $pid ]] && kill -TERM "$pid" 2>/dev/null || true
 		done <"$dir/pids"
-		# Nodes drain for up to their shutdown timeout; past 10 s, kill.
+		# Nodes drain (MAYFLY_DRAIN_DELAY, 5 s: their /readyz is 503 while
+		# they serve on), then finish what is in flight; past 10 s, kill.
 		for _ in $(seq 100); do
 			local alive=
 			while read -r pid; do
@@ -223,7 +225,7 @@ cmd_up() {
 		lb_http=$(random_port)
 		lb_smtp=$(random_port)
 		((lb_http != lb_smtp)) || continue
-		MAYFLY_LB_HTTP=127.0.0.1:$lb_http MAYFLY_LB_SMTP=127.0.0.1:$lb_smtp \
+		MAYFLY_LB_HTTP=127.0.0.1:$lb_http MAYFLY_LB_SMTP=127.0.0.1:$lb_smtp MAYFLY_LB_ADMIN_SOCKET=$dir/haproxy.sock \
 			MAYFLY_EDGE1_HTTP=$(env_get "$dir" EDGE1_HTTP) MAYFLY_EDGE1_ADMIN=$(env_get "$dir" EDGE1_ADMIN | cut -d: -f2) \
 			MAYFLY_EDGE2_HTTP=$(env_get "$dir" EDGE2_HTTP) MAYFLY_EDGE2_ADMIN=$(env_get "$dir" EDGE2_ADMIN | cut -d: -f2) \
 			MAYFLY_INGEST1_SMTP=$(env_get "$dir" INGEST1_SMTP) MAYFLY_INGEST1_ADMIN=$(env_get "$dir" INGEST1_ADMIN | cut -d: -f2) \
@@ -253,6 +255,7 @@ cmd_up() {
 	[[ -n $pid ]] || die "could not start haproxy; see $dir/haproxy.log"
 	{
 		printf 'HAPROXY_PID=%s\n' "$pid"
+		printf 'HAPROXY_SOCKET=%s\n' "$dir/haproxy.sock"
 		printf 'HTTP_URL=http://127.0.0.1:%s/v1\n' "$lb_http"
 		printf 'SMTP_ADDR=127.0.0.1:%s\n' "$lb_smtp"
 	} >>"$dir/topology.env"

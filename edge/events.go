@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -121,6 +122,7 @@ type sseStream struct {
 	rid     string    // the request id, for the log
 	expires time.Time
 	signals chan *signal
+	pending []*signal // signals taken from signals while the stream wrote (aside)
 	cutOnce sync.Once
 	cutCh   chan struct{}
 }
@@ -164,9 +166,14 @@ func (s *Server) handleEvents(ctx *fasthttp.RequestCtx, c *call) error {
 	// (scenario F: about 12 KiB of its 30 per stream). An event-stream
 	// client sends nothing after its request, so no buffered byte is lost.
 	raw := ctx.Conn()
+	// Added here, not in the hijack handler: fasthttp runs that on a
+	// goroutine of its own after the request's connection stopped counting
+	// as open, so Shutdown, which waits for no open connection before it
+	// waits for the streams, could start waiting before the Add (a race,
+	// and a stream Shutdown would not wait for).
+	s.streamWG.Add(1)
 	ctx.HijackSetNoResponse(true)
 	ctx.Hijack(func(net.Conn) {
-		s.streamWG.Add(1)
 		go func() {
 			defer s.streams.Add(-1)
 			s.serveStream(raw, st, rid, start.Replay)
@@ -187,19 +194,35 @@ func (s *Server) serveStream(conn net.Conn, st *sseStream, rid string, replay []
 		}
 	}()
 	tag := st.session.Tag
-	w := &sseWriter{conn: conn, w: bufio.NewWriterSize(conn, 1024), timeout: s.cfg.WriteTimeout}
+	w := newSSEWriter(conn, s.cfg.WriteTimeout)
+	defer func() {
+		if w.timedOut {
+			s.streamTimedOut(w, st)
+		}
+	}()
 	conn.SetDeadline(time.Time{}) // fasthttp's read/write deadlines do not apply to a stream
 
 	w.header(rid)
 	w.chunk("retry: " + strconv.Itoa(streamRetryMS) + "\n\n")
-	for _, m := range replay {
-		w.message(m)
-	}
-	if w.flush() != nil {
-		return
-	}
+	// The stream joins the hub before it writes anything, the replay
+	// included: a replay of 100 messages to a client that stops reading
+	// holds its writes for the write timeout, and meanwhile a takeover (a
+	// newer stream on the inbox), a deletion, a revocation and the node's
+	// shutdown still end it at once (aside).
 	s.hub.join(tag, st)
 	defer s.hub.leave(tag, st)
+	if !s.aside(w, st, "replay", func(ctx context.Context) bool {
+		for _, m := range replay {
+			if ctx.Err() != nil {
+				return false
+			}
+			w.message(m)
+		}
+		return w.flush() == nil
+	}) {
+		w.end()
+		return
+	}
 	// Publications between the open script and join were missed: catch up.
 	if !s.catchUp(w, st) {
 		w.end()
@@ -217,6 +240,18 @@ func (s *Server) serveStream(conn net.Conn, st *sseStream, rid string, replay []
 	expiry := time.NewTimer(time.Until(st.expires))
 	defer expiry.Stop()
 	for {
+		// Signals that came while the stream was writing (aside) first.
+		if len(st.pending) > 0 {
+			sig := st.pending[0]
+			if st.pending = st.pending[1:]; len(st.pending) == 0 {
+				st.pending = nil
+			}
+			if !s.handleSignal(w, st, sig, expiry) {
+				w.end()
+				return
+			}
+			continue
+		}
 		select {
 		case sig := <-st.signals:
 			if !s.handleSignal(w, st, sig, expiry) {
@@ -237,15 +272,17 @@ func (s *Server) serveStream(conn net.Conn, st *sseStream, rid string, replay []
 			// stream within a heartbeat whatever happened to its
 			// publication. One stream read per stream per heartbeat
 			// (10,000 streams at 20 s: 500 a second).
-			if !s.catchUp(w, st) {
+			if !s.aside(w, st, "heartbeat", func(ctx context.Context) bool {
+				if !s.catchUpNow(ctx, w, st) {
+					return false
+				}
+				w.chunk(": ping\n\n")
+				return w.flush() == nil
+			}) {
 				w.end()
 				return
 			}
 			expiry.Reset(time.Until(st.expires))
-			w.chunk(": ping\n\n")
-			if w.flush() != nil {
-				return // the client is gone
-			}
 		case <-expiry.C:
 			// Expiry without a missed extension ends the stream; catchUp
 			// learns which it is and moves the deadline.
@@ -258,9 +295,69 @@ func (s *Server) serveStream(conn net.Conn, st *sseStream, rid string, replay []
 			w.end()
 			return
 		case <-s.stopStreams:
+			w.chunk(shutdownHint())
 			w.end()
 			return
 		}
+	}
+}
+
+// aside runs fn, which writes to the stream and may read Redis, on a
+// goroutine of its own, and waits for it. The Redis call and the JSON
+// encoding need a deep stack, and a stack once grown stays with its
+// goroutine, so 10,000 idle streams would each keep one: the stream's own
+// goroutine only waits. While it waits, the stream still ends at once on a
+// takeover, a deletion, a revocation of its session, a cut-off or the
+// node's shutdown: fn's context ends and its write in progress, which a
+// client that stopped reading may hold for the write timeout, is
+// interrupted. Other signals wait in st.pending for the stream's loop; more
+// than streamQueue of them cut the stream off, as a full queue does. during
+// names the writes for the write-timeout log. It reports whether the
+// stream goes on.
+func (s *Server) aside(w *sseWriter, st *sseStream, during string, fn func(ctx context.Context) bool) bool {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w.during = during
+	done := make(chan bool, 1)
+	go func() {
+		ok := false
+		defer func() {
+			if p := recover(); p != nil {
+				s.log.Error("event stream panic", "request_id", st.rid, "err", p)
+			}
+			done <- ok
+		}()
+		ok = fn(ctx)
+	}()
+	for {
+		replaced, stopping := false, false
+		select {
+		case ok := <-done:
+			return ok
+		case sig := <-st.signals:
+			var end bool
+			if end, replaced = st.ends(sig); !end && len(st.pending) < streamQueue {
+				st.pending = append(st.pending, sig)
+				continue
+			}
+		case <-st.cutCh:
+		case <-s.stopStreams:
+			stopping = true
+		}
+		cancel()
+		w.out.interrupt()
+		<-done
+		w.out.resume()
+		// What the stream's loop writes before the end, when the write was
+		// interrupted between two writes (a stalled write has failed: no
+		// more is written).
+		switch {
+		case replaced:
+			w.chunk(replacedComment) // tells the client why: another stream took over
+		case stopping:
+			w.chunk(shutdownHint())
+		}
+		return false
 	}
 }
 
@@ -284,6 +381,23 @@ func clientGone(conn net.Conn) bool {
 	return err != nil && !errors.Is(err, os.ErrDeadlineExceeded)
 }
 
+// ends reports whether sig ends the stream whatever it is doing, and
+// whether that is because a newer stream took over.
+func (st *sseStream) ends(sig *signal) (end, replaced bool) {
+	if sig.resync {
+		return false, false
+	}
+	switch ev := sig.event; ev.Type {
+	case storage.EventDeleted:
+		return true, false
+	case storage.EventTakeover:
+		return ev.Token != st.token, ev.Token != st.token
+	case storage.EventRevoked:
+		return ev.Revokes(st.session), false
+	}
+	return false, false
+}
+
 // handleSignal reacts to one hub signal; false ends the stream.
 func (s *Server) handleSignal(w *sseWriter, st *sseStream, sig *signal, expiry *time.Timer) bool {
 	if sig.resync {
@@ -293,6 +407,12 @@ func (s *Server) handleSignal(w *sseWriter, st *sseStream, sig *signal, expiry *
 		expiry.Reset(time.Until(st.expires))
 		return true
 	}
+	if end, replaced := st.ends(sig); end {
+		if replaced {
+			w.chunk(replacedComment) // tells the client why: another stream took over
+		}
+		return false
+	}
 	switch ev := sig.event; ev.Type {
 	case storage.EventMessage:
 		// Before the id comparison: another node's ids may be below lastID
@@ -301,23 +421,15 @@ func (s *Server) handleSignal(w *sseWriter, st *sseStream, sig *signal, expiry *
 			return false
 		}
 		if streamIDAfter(ev.Message.StreamID, st.lastID) {
-			w.message(ev.Message)
-			st.lastID = ev.Message.StreamID
-			return w.flush() == nil
+			return s.aside(w, st, "event", func(context.Context) bool {
+				w.message(ev.Message)
+				st.lastID = ev.Message.StreamID
+				return w.flush() == nil
+			})
 		}
 	case storage.EventExtended:
 		st.expires = ev.ExpiresAt
 		expiry.Reset(time.Until(st.expires))
-	case storage.EventDeleted:
-		return false
-	case storage.EventTakeover:
-		if ev.Token != st.token {
-			w.chunk(replacedComment) // tells the client why: another stream took over
-			return false
-		}
-		return true
-	case storage.EventRevoked:
-		return !ev.Revokes(st.session)
 	}
 	return true
 }
@@ -325,24 +437,22 @@ func (s *Server) handleSignal(w *sseWriter, st *sseStream, sig *signal, expiry *
 // catchUp sends what the mailbox's stream holds after the last message sent,
 // and learns whether the stream may go on. A Redis failure keeps the stream
 // open: the next resubscription or expiry check tries again.
-//
-// It runs on a goroutine of its own: the Redis call and the JSON encoding
-// need a deep stack, and a stack once grown stays with its goroutine, so
-// 10,000 idle streams would each keep one. The stream's own goroutine only
-// waits and writes.
 func (s *Server) catchUp(w *sseWriter, st *sseStream) bool {
-	done := make(chan bool, 1)
-	go func() { done <- s.catchUpNow(w, st) }()
-	return <-done
+	return s.aside(w, st, "catch-up", func(ctx context.Context) bool { return s.catchUpNow(ctx, w, st) })
 }
 
-func (s *Server) catchUpNow(w *sseWriter, st *sseStream) bool {
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RedisTimeout)
+// catchUpNow is catchUp on the goroutine aside gives it; ctx ends when the
+// stream must end.
+func (s *Server) catchUpNow(ctx context.Context, w *sseWriter, st *sseStream) bool {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.RedisTimeout)
 	defer cancel()
 	for {
 		read, err := s.store.ReadStream(ctx, st.session, st.token, st.lastID, streamMaxReplay)
 		if err != nil {
 			if isUnavailable(err) {
+				if errors.Is(ctx.Err(), context.Canceled) {
+					return false // the stream is ending: not Redis' failure
+				}
 				s.log.Warn("event stream catch-up", "err", err)
 				if time.Until(st.expires) <= 0 {
 					st.expires = time.Now().Add(time.Second) // look again soon
@@ -403,11 +513,26 @@ func splitStreamID(id string) (uint64, uint64) {
 // sseWriter writes a chunked text/event-stream response on a raw connection.
 // The first write error sticks: later writes are no-ops and flush reports it.
 type sseWriter struct {
-	conn    net.Conn
-	w       *bufio.Writer
-	timeout time.Duration
-	err     error
-	buf     []byte
+	out    *deadlineConn
+	w      *bufio.Writer // onto out
+	err    error
+	buf    []byte
+	during string // what the stream is writing (aside), for the log
+	// timedOut: a write took longer than the write timeout (not one of
+	// end's: the stream was ending anyway).
+	timedOut bool
+	ending   bool
+}
+
+func newSSEWriter(conn net.Conn, timeout time.Duration) *sseWriter {
+	out := &deadlineConn{conn: conn, timeout: timeout}
+	return &sseWriter{out: out, w: bufio.NewWriterSize(out, 1024)}
+}
+
+// fail records the first write error.
+func (w *sseWriter) fail(err error) {
+	w.err = err
+	w.timedOut = !w.ending && errors.Is(err, os.ErrDeadlineExceeded)
 }
 
 func (w *sseWriter) header(rid string) {
@@ -423,7 +548,9 @@ func (w *sseWriter) header(rid string) {
 
 func (w *sseWriter) write(s string) {
 	if w.err == nil {
-		_, w.err = w.w.WriteString(s)
+		if _, err := w.w.WriteString(s); err != nil {
+			w.fail(err)
+		}
 	}
 }
 
@@ -447,14 +574,124 @@ func (w *sseWriter) message(m storage.Summary) {
 
 func (w *sseWriter) flush() error {
 	if w.err == nil {
-		w.conn.SetWriteDeadline(time.Now().Add(w.timeout))
-		w.err = w.w.Flush()
+		if err := w.w.Flush(); err != nil {
+			w.fail(err)
+		}
 	}
 	return w.err
 }
 
+// streamEndTimeout bounds the writes that end a stream (what is buffered,
+// a comment, the end of the body): the stream ends for another reason, and
+// a client that takes nothing more must not hold a takeover or the node's
+// shutdown for the whole write timeout.
+const streamEndTimeout = time.Second
+
 // end closes the chunked body so the client sees a clean end of stream.
 func (w *sseWriter) end() {
+	w.ending = true
+	w.out.endWithin(streamEndTimeout)
 	w.write("0\r\n\r\n")
 	w.flush()
+}
+
+// errStreamInterrupted is a stream write cut short because the stream ends
+// (deadlineConn.interrupt).
+var errStreamInterrupted = errors.New("edge: event stream write interrupted: the stream ends")
+
+// deadlineConn is a stream's connection as its buffer writes to it. Every
+// write gets a deadline of its own, the write timeout from its start: a
+// deadline set once, at a flush, has passed for a write that a long event
+// or a catch-up makes more than the write timeout later (the buffer holds
+// 1 KiB, and a longer event is written through at once), and that write
+// failed at once (issue 34). A write that the client does not take within
+// the timeout fails: the client stopped reading.
+type deadlineConn struct {
+	conn    net.Conn
+	timeout time.Duration
+	mu      sync.Mutex // orders interrupt with a write's setting its deadline
+	stopped bool       // interrupted: writes fail until resume
+	endBy   time.Time  // no write's deadline is later (zero: none)
+}
+
+func (c *deadlineConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	if c.stopped {
+		c.mu.Unlock()
+		return 0, errStreamInterrupted
+	}
+	deadline := time.Now().Add(c.timeout)
+	if !c.endBy.IsZero() && c.endBy.Before(deadline) {
+		deadline = c.endBy
+	}
+	err := c.conn.SetWriteDeadline(deadline)
+	c.mu.Unlock()
+	if err != nil {
+		return 0, err
+	}
+	n, err := c.conn.Write(p)
+	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
+		c.mu.Lock()
+		if c.stopped {
+			err = errStreamInterrupted
+		}
+		c.mu.Unlock()
+	}
+	return n, err
+}
+
+// interrupt makes the write in progress, if any, return at once, and the
+// writes after it fail, until resume. A write in progress is one the
+// client holds up: a connection whose send buffer has room takes a write
+// at once.
+func (c *deadlineConn) interrupt() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stopped = true
+	_ = c.conn.SetWriteDeadline(time.Now())
+}
+
+// resume lets writes through again (the comment and the end of a stream
+// that was interrupted between two writes).
+func (c *deadlineConn) resume() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stopped = false
+}
+
+// endWithin bounds every later write's deadline to d from now.
+func (c *deadlineConn) endWithin(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.endBy = time.Now().Add(min(d, c.timeout))
+}
+
+// writeTimeoutLogEvery is the least time between two log lines about
+// streams a write timeout ended.
+const writeTimeoutLogEvery = 10 * time.Second
+
+// timeoutLog counts the event streams a write timeout ended, for the log
+// line that says so: the first, then at most one every writeTimeoutLogEvery
+// with the count since the last (a flood of stalled clients is no flood of
+// log).
+type timeoutLog struct {
+	count    atomic.Int64
+	logged   atomic.Int64 // count at the last line
+	loggedAt atomic.Int64 // Unix ns of the last line
+}
+
+// streamTimedOut counts and logs a stream that a write timeout ended. The
+// line names the mailbox and the request, never a credential.
+func (s *Server) streamTimedOut(w *sseWriter, st *sseStream) {
+	s.metrics.streamWriteTimeouts.Inc()
+	t := &s.writeTimeouts
+	n := t.count.Add(1)
+	now := time.Now().UnixNano()
+	last := t.loggedAt.Load()
+	if last != 0 && now-last < int64(writeTimeoutLogEvery) || !t.loggedAt.CompareAndSwap(last, now) {
+		return
+	}
+	s.log.Info("event stream ended: its client took no data for the write timeout",
+		"mailbox", st.mailbox.String(), "request_id", st.rid, "during", w.during,
+		"write_timeout", s.cfg.WriteTimeout.String(), "streams", n-t.logged.Swap(n))
 }

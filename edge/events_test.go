@@ -506,11 +506,12 @@ func (e *env) awaitSubscribed(addr string, n int64) {
 		if err != nil || len(res) != 2 {
 			e.t.Fatalf("PUBSUB SHARDNUMSUB: %v %v", res, err)
 		}
-		if got, _ := res[1].AsInt64(); got == n {
+		got, _ := res[1].AsInt64()
+		if got == n {
 			return
 		}
 		if time.Now().After(deadline) {
-			e.t.Fatalf("%d subscriptions on %s, want %d", n, ch, n)
+			e.t.Fatalf("%d subscriptions on %s, want %d", got, ch, n)
 		}
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/mayfly/mayfly/ratelimit"
 	"github.com/mayfly/mayfly/storage"
 	"github.com/mayfly/mayfly/storage/storagetest"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/rueidis"
 )
 
@@ -40,6 +41,7 @@ type env struct {
 	srv     *edge.Server
 	opts    []option
 	logs    *logBuffer
+	reg     *prometheus.Registry // the node's metrics
 }
 
 type option func(*edge.Config, *ratelimit.Config)
@@ -95,7 +97,8 @@ func serveEnvAt(t testing.TB, addr string, client rueidis.Client, prefix string,
 	store := storage.New(client, storage.Config{KeyPrefix: prefix})
 	limiter := ratelimit.New(client, rl)
 	logs := &logBuffer{}
-	srv := edge.New(store, limiter, cfg, slog.New(slog.NewJSONHandler(logs, nil)), nil)
+	reg := prometheus.NewRegistry()
+	srv := edge.New(store, limiter, cfg, slog.New(slog.NewJSONHandler(logs, nil)), edge.NewMetrics(reg))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -106,7 +109,42 @@ func serveEnvAt(t testing.TB, addr string, client rueidis.Client, prefix string,
 		defer cancel()
 		srv.Shutdown(ctx)
 	})
-	return &env{t: t, base: "http://" + ln.Addr().String() + "/v1", store: store, limiter: limiter, client: client, prefix: prefix, srv: srv, opts: opts, logs: logs}
+	return &env{t: t, base: "http://" + ln.Addr().String() + "/v1", store: store, limiter: limiter, client: client, prefix: prefix, srv: srv, opts: opts, logs: logs, reg: reg}
+}
+
+// metric is the node's series name, summed over its labels (0 when absent).
+func (e *env) metric(name string) float64 {
+	e.t.Helper()
+	families, err := e.reg.Gather()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var v float64
+	for _, f := range families {
+		if f.GetName() == name {
+			for _, m := range f.GetMetric() {
+				v += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+			}
+		}
+	}
+	return v
+}
+
+// awaitMetric waits up to within for the node's series name to equal want,
+// and returns how long that took.
+func (e *env) awaitMetric(name string, want float64, within time.Duration) time.Duration {
+	e.t.Helper()
+	start := time.Now()
+	for {
+		got := e.metric(name)
+		if got == want {
+			return time.Since(start)
+		}
+		if time.Since(start) > within {
+			e.t.Fatalf("%s = %v after %v, want %v", name, got, within, want)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // logBuffer holds a node's JSON log lines (the access log among them).

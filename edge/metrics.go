@@ -13,7 +13,9 @@ type Metrics struct {
 	accessDropped prometheus.Counter     // access-log lines over AccessLogRate
 	// event streams ended because another Redis node answers for their mailbox
 	streamNodeChanged prometheus.Counter
-	reg               prometheus.Registerer // for the series New adds (nil: none)
+	// event streams ended because a write to the client timed out
+	streamWriteTimeouts prometheus.Counter
+	reg                 prometheus.Registerer // for the series New adds (nil: none)
 }
 
 // NewMetrics registers the edge's series on reg (nil: unregistered, for tests).
@@ -39,9 +41,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "mayfly_events_streams_node_changed_total",
 			Help: "Event streams ended because another Redis node now answers for their mailbox (a failover or a slot migration); each client reconnects and lists.",
 		}),
+		streamWriteTimeouts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "mayfly_events_write_timeouts_total",
+			Help: "Event streams ended because one write to the client (an event, the replay, a heartbeat, a catch-up) took longer than the write timeout: a client that stopped reading.",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.requests, m.latency, m.redisErrors, m.rejections, m.accessDropped, m.streamNodeChanged)
+		reg.MustRegister(m.requests, m.latency, m.redisErrors, m.rejections, m.accessDropped, m.streamNodeChanged,
+			m.streamWriteTimeouts)
 	}
 	m.reg = reg
 	return m

@@ -91,6 +91,11 @@ func (s *Server) wrap(route string, h handlerFunc) fasthttp.RequestHandler {
 		start := time.Now()
 		setRequestID(ctx)
 		setCommonHeaders(ctx)
+		if s.draining.Load() {
+			// The client's next request opens a new connection, which
+			// the load balancer gives another node (see Drain).
+			ctx.SetConnectionClose()
+		}
 		defer func() {
 			requests(ctx.Response.StatusCode())
 			latency.Observe(time.Since(start).Seconds())

@@ -139,6 +139,9 @@ type Server struct {
 	streamWG    sync.WaitGroup
 	stopStreams chan struct{} // closed by Shutdown: every stream ends
 	stopOnce    sync.Once
+	draining    atomic.Bool // set by Drain
+	// event streams a write timeout ended, for the log (events.go)
+	writeTimeouts timeoutLog
 }
 
 // New returns an edge server. metrics may be nil.
@@ -185,8 +188,19 @@ func (s *Server) Serve(ln net.Listener) error {
 	return s.http.Serve(s.guard)
 }
 
+// Drain marks the node as going away while it still serves: every answer
+// from now on closes its connection (Connection: close), so that a client
+// holding a keep-alive connection to this node (through a TCP load
+// balancer such as a Kubernetes Service, which balances connections, not
+// requests) opens a new one for its next request, and the balancer, which
+// no longer lists the node, sends it elsewhere. Event streams are left
+// alone until Shutdown.
+func (s *Server) Drain() { s.draining.Store(true) }
+
 // Shutdown stops accepting, ends every event stream, and waits for requests
-// in flight until ctx ends.
+// in flight until ctx ends. The caller drains first (cmd/mayfly's
+// MAYFLY_DRAIN_DELAY): by now the load balancer sends new connections to
+// other nodes, so a stream's client that reconnects lands on one of them.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.stopOnce.Do(func() { close(s.stopStreams) })
 	err := s.http.ShutdownWithContext(ctx)
@@ -198,6 +212,16 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		return ctx.Err()
 	}
 	return err
+}
+
+// shutdownHint is what an event stream writes before it ends at Shutdown: a
+// retry field (the reconnection delay an EventSource waits, its 3 s for a
+// stream that merely ended otherwise) of 0.25-1.25 s, spread so that the
+// streams of a node do not all come back in the same instant, and a comment
+// saying why, then the stream ends cleanly. The client reconnects to another
+// node, and lists (the spec's client does after any reconnect).
+func shutdownHint() string {
+	return "retry: " + strconv.Itoa(250+rand.IntN(1000)) + "\n: node shutting down; reconnect\n\n"
 }
 
 // Handler returns the request handler (for tests that serve it themselves).

@@ -5,9 +5,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"net/textproto"
 	"slices"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/inbucket/html2text"
@@ -28,7 +30,9 @@ var (
 	errAmbiguousHeader  = errors.New("ingest: MIME part header ambiguous")
 	errBoundaryTooLong  = errors.New("ingest: MIME boundary too long")
 	errMediaTypeTooLong = errors.New("ingest: MIME Content-Type or Content-Disposition too long")
+	errTooComplex       = errors.New("ingest: MIME structure too costly to pre-scan")
 	errUnparsable       = errors.New("ingest: message cannot be parsed")
+	errParseTimeout     = errors.New("ingest: parse took longer than its deadline")
 	errParserPanic      = errors.New("ingest: parser panicked")
 )
 
@@ -45,7 +49,9 @@ var failReasons = []struct {
 	{errAmbiguousHeader, "ambiguous_header"},
 	{errBoundaryTooLong, "boundary_too_long"},
 	{errMediaTypeTooLong, "media_type_too_long"},
-	{errUnparsable, "unparsable"}, // enmime refused it: no header section, a malformed header line, an mbox "From " line...
+	{errTooComplex, "too_complex"}, // the pre-scan's work bound: part headers read over and over (see scanBudget)
+	{errUnparsable, "unparsable"},  // enmime refused it: no header section, a malformed header line, an mbox "From " line...
+	{errParseTimeout, "timeout"},   // MaxParseTime passed: enmime or the HTML sanitizer was still reading
 	{errParserPanic, "panic"},
 }
 
@@ -68,6 +74,7 @@ const (
 	DefaultMaxFieldRunes     = 512
 	DefaultMaxBodyBytes      = 1 << 20
 	DefaultMaxDataImageBytes = 64 << 10
+	DefaultMaxParseTime      = 10 * time.Second
 )
 
 const (
@@ -89,6 +96,17 @@ const (
 	// looks for a delimiter at every byte: one 4 KiB buffer fill, doubled
 	// for margin.
 	partStartWindow = 8 << 10
+	// scanWorkPerByte and scanWorkSlack make the pre-scan's work bound (see
+	// scanBudget): a message of n bytes may cost it scanWorkPerByte·n +
+	// scanWorkSlack units (see costCompare) on its part headers. A part
+	// header read once costs about 18 units a byte, so part headers of up to
+	// 230 KiB plus 44 % of the message pass, and the golden corpus spends at
+	// most 1 % of its budget: the bound refuses part headers read over and
+	// over (parts that start inside the header of the part before), full of
+	// places where a part could end at the deepest nesting, or a message made
+	// mostly of part headers.
+	scanWorkPerByte = 8
+	scanWorkSlack   = 4 << 20
 )
 
 // ParserConfig bounds what Parse accepts and keeps. Zero fields mean the
@@ -119,6 +137,20 @@ type ParserConfig struct {
 	// MaxDataImageBytes bounds an inline data:image URI; larger ones are
 	// removed. Default 64 KiB.
 	MaxDataImageBytes int
+	// MaxParseTime bounds the wall-clock time of one Parse, a backstop
+	// behind the limits above, which bound the work but not how long it
+	// takes: enmime and the HTML sanitizer read their input through a
+	// reader that stops them once the time is up (deadlineReader), and the
+	// message is then failed (timeout). Their cost is linear in the
+	// message but not small: a 10 MiB text part ten containers deep costs
+	// enmime 1.8 s of CPU, a 10 MiB HTML body the sanitizer 1.4 s, where a
+	// 10 MiB attachment takes 0.1 s (BenchmarkParseWorst's shapes). Being
+	// wall-clock time, it fails such a message sooner on a loaded node:
+	// the default, 10 s, is five times the costliest legitimate shape's CPU
+	// time, so a node that busy still parses it, and a hostile one still
+	// holds a parse slot for at most that long (it held one 4.6-16 s).
+	// Default 10 s.
+	MaxParseTime time.Duration
 }
 
 func (c ParserConfig) withDefaults() ParserConfig {
@@ -133,6 +165,9 @@ func (c ParserConfig) withDefaults() ParserConfig {
 	def(&c.MaxFieldRunes, DefaultMaxFieldRunes)
 	def(&c.MaxBodyBytes, DefaultMaxBodyBytes)
 	def(&c.MaxDataImageBytes, DefaultMaxDataImageBytes)
+	if c.MaxParseTime <= 0 {
+		c.MaxParseTime = DefaultMaxParseTime
+	}
 	return c
 }
 
@@ -172,8 +207,9 @@ func NewParser(cfg ParserConfig) *Parser {
 }
 
 // Parse parses a raw RFC 5322 message. It never fails and never panics: a
-// message that cannot be parsed, or that exceeds the configured limits, comes
-// back with StatusFailed, empty bodies and From and Subject as far as the
+// message that cannot be parsed, or that exceeds the configured limits (the
+// pre-scan's work bound and MaxParseTime included), comes back with
+// StatusFailed, empty bodies and From and Subject as far as the
 // top-level header could be read. Otherwise the status is StatusReady.
 // Parse never returns StatusPending.
 //
@@ -195,15 +231,23 @@ func (p *Parser) Parse(raw []byte) storage.NewMessage {
 // parse is Parse, and also says why a failed message failed (nil when it is
 // ready).
 func (p *Parser) parse(raw []byte) (msg storage.NewMessage, why error) {
+	return p.parseUntil(raw, time.Now().Add(p.cfg.MaxParseTime))
+}
+
+// parseUntil is parse with the deadline given.
+func (p *Parser) parseUntil(raw []byte, until time.Time) (msg storage.NewMessage, why error) {
 	msg.Status = storage.StatusFailed
 	defer func() {
-		if recover() != nil {
+		if r := recover(); r != nil {
 			msg = storage.NewMessage{From: msg.From, Subject: msg.Subject, Status: storage.StatusFailed}
 			why = errParserPanic
+			if r == errParseTimeout { // deadlineReader's
+				why = errParseTimeout
+			}
 		}
 	}()
 	msg.From, msg.Subject = p.headerFields(raw)
-	text, html, err := p.bodies(raw)
+	text, html, err := p.bodies(raw, until)
 	if err != nil {
 		return msg, err
 	}
@@ -213,23 +257,26 @@ func (p *Parser) parse(raw []byte) (msg storage.NewMessage, why error) {
 
 // bodies returns the text and sanitized HTML bodies of raw, or why there are
 // none. A simple message takes the simple path (simple.go), any other the
-// general one; both hand the decoded text and raw HTML to finish.
-func (p *Parser) bodies(raw []byte) (text, html string, err error) {
+// general one; both hand the decoded text and raw HTML to finish. enmime and
+// the sanitizer read through a deadlineReader, which stops them at until;
+// the rest is linear and fast (the simple path, html2text and cleanText on
+// bounded bodies).
+func (p *Parser) bodies(raw []byte, until time.Time) (text, html string, err error) {
 	text, html, ok := p.simpleBodies(raw)
 	if !ok {
-		if text, html, err = p.mimeBodies(raw); err != nil {
+		if text, html, err = p.mimeBodies(raw, until); err != nil {
 			return "", "", err
 		}
 	}
-	text, html = p.finish(text, html)
+	text, html = p.finish(text, html, until)
 	return text, html, nil
 }
 
 // finish sanitizes the HTML body and cleans the text body, deriving the
 // text from the sanitized HTML when the message has none.
-func (p *Parser) finish(text, html string) (string, string) {
+func (p *Parser) finish(text, html string, until time.Time) (string, string) {
 	if html != "" {
-		html = p.sanitizeBounded(html, p.cfg.MaxBodyBytes)
+		html = p.sanitizeBounded(html, p.cfg.MaxBodyBytes, until)
 	}
 	if text == "" && html != "" {
 		// Derived from the sanitized HTML rather than the raw one (as enmime
@@ -245,15 +292,37 @@ func (p *Parser) finish(text, html string) (string, string) {
 
 // mimeBodies is the general path: the pre-scan, then enmime. It returns the
 // decoded text and raw HTML.
-func (p *Parser) mimeBodies(raw []byte) (text, html string, err error) {
+func (p *Parser) mimeBodies(raw []byte, until time.Time) (text, html string, err error) {
 	if err := p.prescan(raw); err != nil {
 		return "", "", err
 	}
-	env, err := p.mime.ReadEnvelope(bytes.NewReader(raw))
+	env, err := p.mime.ReadEnvelope(deadlineReader{r: bytes.NewReader(raw), until: until})
 	if err != nil {
 		return "", "", fmt.Errorf("%w: %w", errUnparsable, err)
 	}
 	return env.Text, env.HTML, nil
+}
+
+// deadlineReader reads r until the time until (none when zero), then
+// panics with errParseTimeout, which parseUntil recovers. enmime reads its
+// input through a 4 KiB buffer as it parses, and the sanitizer's tokenizer
+// as it tokenizes, so either stops within a few KiB of work after the
+// deadline; neither takes a context. It panics rather than failing the
+// read because enmime does not stop on a read error: its boundary reader
+// retries a failed peek at every byte of every nesting level, which took
+// longer than the parse it interrupted (4-5 s after a deadline at 0.1 s
+// on a 10 MiB message ten containers deep). Neither enmime nor bluemonday
+// recovers panics or reads from another goroutine.
+type deadlineReader struct {
+	r     io.Reader
+	until time.Time
+}
+
+func (d deadlineReader) Read(b []byte) (int, error) {
+	if !d.until.IsZero() && time.Now().After(d.until) {
+		panic(errParseTimeout)
+	}
+	return d.r.Read(b)
 }
 
 // parseMediaType is enmime's media type parser, except that a US-ASCII
@@ -360,6 +429,18 @@ func (discardMIMEErrors) AddWarning(string, string, ...any) {}
 // mail the counts are exact; malformed mail (a multipart never terminated,
 // delimiter-like text) may be over-counted, and then it is stored as failed.
 // TestPrescanRandomMIME and FuzzPrescan check the claim against enmime.
+//
+// The line walk is linear: each line is compared once with each open
+// container (at most MaxDepth). The part headers are not: each is read from
+// its delimiter line to its blank line, and a part may start inside the
+// header of the part before, so one region of the message can be read once
+// per part (up to MaxParts times MaxHeaderBytes, 6.4 MiB, for a message of
+// 64 KiB); in each reading, every place where enmime might end the part is
+// compared with every open boundary, and each place it would is another
+// reading of the header. So the part headers' work is counted (scanBudget)
+// and bounded in proportion to the message's size: past the bound the
+// message is failed (too_complex). TestParseScanWork and
+// BenchmarkParseWorst show the shapes and their cost.
 
 // openBoundary is a multipart container that may still be open.
 type openBoundary struct {
@@ -373,6 +454,30 @@ type mimeScan struct {
 	cfg   *ParserConfig
 	open  []openBoundary
 	parts int
+	work  int // units spent on part headers so far (see spend)
+}
+
+// Costs of the pre-scan's part header work, in units of what looking at one
+// byte costs (about 2 ns): a comparison with one open boundary (a function
+// call and a short compare) costs 16, a reading of a header by enmime's
+// header reader 16 a byte (short header lines cost it 22-28 ns a byte, one
+// long line 2 ns) and 1,024 a call (its buffers).
+const (
+	costCompare      = 16
+	costHeaderByte   = 16
+	costHeaderReader = 1024
+)
+
+// scanBudget is the work the pre-scan may spend on the part headers of a
+// message of n bytes.
+func scanBudget(n int) int { return scanWorkPerByte*n + scanWorkSlack }
+
+// spend counts n units of work and fails once the budget is spent.
+func (s *mimeScan) spend(n int) error {
+	if s.work += n; s.work > scanBudget(len(s.raw)) {
+		return errTooComplex
+	}
+	return nil
 }
 
 // prescan reports whether raw stays within p's limits, without parsing it.
@@ -385,6 +490,9 @@ func (p *Parser) prescan(raw []byte) error {
 	if err := s.declare(0, end); err != nil {
 		return err
 	}
+	// The top-level header is read once, however large (MaxHeaderBytes
+	// bounds it; a long Received chain is ordinary): only part headers count.
+	s.work = 0
 	for pos := end; pos < len(raw) && len(s.open) > 0; {
 		next := nextLine(raw, pos, len(raw))
 		line := raw[pos:next]
@@ -422,7 +530,7 @@ func (s *mimeScan) headerBlock(start int) (int, error) {
 	if end-start > s.cfg.MaxHeaderBytes {
 		return 0, errHeaderTooLarge
 	}
-	return end, nil
+	return end, s.spend(end - start)
 }
 
 // declare reads the part header raw[start:end] the ways enmime may read it
@@ -430,7 +538,11 @@ func (s *mimeScan) headerBlock(start int) (int, error) {
 func (s *mimeScan) declare(start, end int) error {
 	cuts := []int{end}
 	for q := start; q < end && len(s.open) > 0; q++ {
-		if s.stopsAt(q, q-start < partStartWindow) {
+		stop, compared := s.stopsAt(q, q-start < partStartWindow)
+		if err := s.spend(1 + compared*costCompare); err != nil {
+			return err
+		}
+		if stop {
 			if len(cuts) > maxHeaderCuts {
 				return errAmbiguousHeader
 			}
@@ -439,6 +551,9 @@ func (s *mimeScan) declare(start, end int) error {
 	}
 	var seen []string
 	for _, c := range cuts {
+		if err := s.spend(costHeaderReader + (c-start)*costHeaderByte); err != nil {
+			return err
+		}
 		b, err := headerBoundary(s.raw[start:c])
 		if err != nil {
 			return err
@@ -484,15 +599,15 @@ func headerBoundary(header []byte) (string, error) {
 }
 
 // stopsAt reports whether enmime's boundary reader may end a part at raw[q]
-// for one of the open boundaries. It mirrors boundaryReader.Read: at a CR or
-// LF it peeks past the line break (two bytes for CR, one for LF) at a window
-// as long as the delimiter plus one byte, and stops on a delimiter followed
-// by white space or on a terminator in that window. During the first read of
-// a part (atPartStart; enmime's flag stays set for a whole buffer fill) it
-// peeks like that at every byte, with no line break to skip. enmime peeks at
-// the part's stream, which may end sooner than raw; more data here can only
-// find more stops.
-func (s *mimeScan) stopsAt(q int, atPartStart bool) bool {
+// for one of the open boundaries, and how many open boundaries it compared.
+// It mirrors boundaryReader.Read: at a CR or LF it peeks past the line break
+// (two bytes for CR, one for LF) at a window as long as the delimiter plus
+// one byte, and stops on a delimiter followed by white space or on a
+// terminator in that window. During the first read of a part (atPartStart;
+// enmime's flag stays set for a whole buffer fill) it peeks like that at
+// every byte, with no line break to skip. enmime peeks at the part's stream,
+// which may end sooner than raw; more data here can only find more stops.
+func (s *mimeScan) stopsAt(q int, atPartStart bool) (stop bool, compared int) {
 	pad := 0
 	switch s.raw[q] {
 	case '\n':
@@ -501,28 +616,35 @@ func (s *mimeScan) stopsAt(q int, atPartStart bool) bool {
 		pad = 2
 	default:
 		if !atPartStart {
-			return false
+			return false, 0
 		}
 	}
 	rest := s.raw[q:]
-	if pad > 0 {
-		for _, skip := range [...]string{"\n\n", "\n\r", "\r\n\r", "\r\n\n"} {
-			if bytes.HasPrefix(rest, []byte(skip)) {
-				return false
-			}
-		}
+	// The window is two bytes longer than "--boundary", and a delimiter
+	// must be followed by white space inside it: a delimiter can only start
+	// at the window's first or second byte, and a terminator (two bytes
+	// longer) only at its first. Either way the second byte is a dash.
+	if len(rest) < pad+2 || rest[pad+1] != '-' {
+		return false, 0
+	}
+	// enmime skips a window that starts "\n\n", "\n\r", "\r\n\r" or
+	// "\r\n\n".
+	if pad == 1 && (rest[1] == '\n' || rest[1] == '\r') ||
+		pad == 2 && rest[1] == '\n' && (rest[2] == '\r' || rest[2] == '\n') {
+		return false, 0
 	}
 	for _, c := range s.open {
 		n := len(c.delim) + 2 + pad
 		if len(rest) < n {
 			continue
 		}
+		compared++
 		peek := rest[pad:n]
 		if isDelimiter(peek, c.delim) || bytes.Contains(peek, c.term) {
-			return true
+			return true, compared
 		}
 	}
-	return false
+	return false, compared
 }
 
 // isDelimiter mirrors enmime's test: the first occurrence of delim in buf is

@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -117,6 +118,7 @@ func TestParseCorpusInvariants(t *testing.T) {
 		{file: "control-chars", status: storage.StatusReady, subject: "Bell Esc[31m red Tab CR LF null C1 end", inText: []string{"NUL, a bell and a tab\tkept.\nCRLF and a lone CR\nstay line breaks."}},
 		{file: "unparsable", status: storage.StatusFailed, from: "Eve <eve@example.org>", subject: "Cannot be parsed", notIn: []string{"never shown"}},
 		{file: "too-deep", status: storage.StatusFailed, subject: "Nested eleven levels deep", notIn: []string{"too deep to be shown"}},
+		{file: "overlapping-headers", status: storage.StatusFailed, from: "bomb@example.org", subject: "overlapping part headers"},
 		{file: "multi-text", status: storage.StatusReady, inText: []string{"First inline text part.\n--\nSecond inline text part"}},
 		{file: "html-images", status: storage.StatusReady, inHTML: []string{`<img src="data:image/gif;base64,`, `alt="Company logo"`, `alt="attached"`}, notIn: []string{"image/svg", "cdn.example.org", "cid:"}},
 	}
@@ -734,8 +736,8 @@ func BenchmarkParseD(b *testing.B) {
 	b.Run("general", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if t, h, err := p.mimeBodies(raw); err == nil {
-				p.finish(t, h)
+			if t, h, err := p.mimeBodies(raw, time.Time{}); err == nil {
+				p.finish(t, h, time.Time{})
 			}
 			p.headerFields(raw)
 		}

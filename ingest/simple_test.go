@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // bothPaths parses raw both ways. taken reports whether the simple path took
@@ -17,12 +18,12 @@ func bothPaths(t testing.TB, p *Parser, raw []byte) (taken bool) {
 	if !ok {
 		return false
 	}
-	mt, mh, err := p.mimeBodies(raw)
+	mt, mh, err := p.mimeBodies(raw, time.Time{})
 	if err != nil {
 		t.Fatalf("the simple path took a message the general path refuses (%v):\n%q", err, raw)
 	}
-	ft, fh := p.finish(st, sh)
-	gt, gh := p.finish(mt, mh)
+	ft, fh := p.finish(st, sh, time.Time{})
+	gt, gh := p.finish(mt, mh, time.Time{})
 	if ft != gt || fh != gh {
 		t.Fatalf("paths disagree on\n%q\nsimple:  text %q html %q\ngeneral: text %q html %q\n(raw simple %q %q, raw general %q %q)",
 			raw, ft, fh, gt, gh, st, sh, mt, mh)

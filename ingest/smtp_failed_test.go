@@ -1,6 +1,7 @@
 package ingest_test
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -30,6 +31,13 @@ func TestSMTPFailedReason(t *testing.T) {
 		}},
 		{"unparsable", func(string) string { // no header section: the first line is text
 			return secret + " is not a header line\r\n\r\n" + secret + "\r\n"
+		}},
+		{"too_complex", func(string) string { // part headers that overlap: the pre-scan's work bound
+			raw, err := os.ReadFile("testdata/mime/overlapping-headers.eml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return string(raw)
 		}},
 	}
 	h := newSMTPHarness(t, ingest.Config{})
@@ -81,9 +89,38 @@ func TestSMTPFailedReason(t *testing.T) {
 	// counted once.
 	s.send(transaction(m.Address))
 	s.expect("250", "250", "354")
-	s.send(tests[2].data(m.Address) + ".\r\n")
+	s.send(tests[2].data(m.Address) + ".\r\n") // unparsable
 	s.expect("250 ")
 	if got := h.metric(t, "mayfly_smtp_failed_messages_total", "reason", "unparsable"); got != 1 {
 		t.Errorf("after a resend: failed_messages_total{reason=unparsable} = %v, want 1", got)
+	}
+}
+
+// TestSMTPParseTimeout: a parse still running at the parser's MaxParseTime
+// is given up like any message the parser refuses: 250, stored as failed,
+// counted as timeout. A deadline of a nanosecond has passed before the
+// general path reads its first byte, whatever the machine's load.
+func TestSMTPParseTimeout(t *testing.T) {
+	t.Parallel()
+	h := newSMTPHarnessParser(t, ingest.Config{}, ingest.ParserConfig{MaxParseTime: time.Nanosecond})
+	m, cred := h.mailbox(t, 10*time.Minute)
+	s := dialRaw(t, h.addr)
+	s.send(transaction(m.Address))
+	s.expect("250", "250", "354")
+	s.send("From: <sender@example.org>\r\nSubject: slow\r\nContent-Type: multipart/mixed; boundary=b\r\n\r\n" +
+		"--b\r\nContent-Type: text/plain\r\n\r\nhello\r\n--b--\r\n.\r\n")
+	s.expect("250 ")
+	msgs := h.messages(t, m, cred)
+	if len(msgs) != 1 {
+		t.Fatalf("mailbox holds %d messages, want 1", len(msgs))
+	}
+	if got, want := msgs[0].Status, storage.StatusFailed; got != want {
+		t.Errorf("Status = %q, want %q", got, want)
+	}
+	if got, want := msgs[0].Subject, "slow"; got != want {
+		t.Errorf("Subject = %q, want %q", got, want)
+	}
+	if got := h.metric(t, "mayfly_smtp_failed_messages_total", "reason", "timeout"); got != 1 {
+		t.Errorf("failed_messages_total{reason=timeout} = %v, want 1", got)
 	}
 }

@@ -60,13 +60,28 @@ func serveSMTP(t testing.TB, store *storage.Store, limiter *ratelimit.Limiter, c
 
 func serveSMTPAt(t testing.TB, addr string, store *storage.Store, limiter *ratelimit.Limiter, cfg ingest.Config) *smtpHarness {
 	t.Helper()
+	return serveSMTPParser(t, addr, store, limiter, cfg, ingest.ParserConfig{})
+}
+
+// newSMTPHarnessParser is newSMTPHarness with a parser of pcfg.
+func newSMTPHarnessParser(t testing.TB, cfg ingest.Config, pcfg ingest.ParserConfig) *smtpHarness {
+	t.Helper()
+	client := storagetest.Client(t)
+	prefix := storagetest.Prefix(t)
+	store := storage.New(client, storage.Config{KeyPrefix: prefix})
+	limiter := ratelimit.New(client, ratelimit.Config{KeyPrefix: prefix})
+	return serveSMTPParser(t, "127.0.0.1:0", store, limiter, cfg, pcfg)
+}
+
+func serveSMTPParser(t testing.TB, addr string, store *storage.Store, limiter *ratelimit.Limiter, cfg ingest.Config, pcfg ingest.ParserConfig) *smtpHarness {
+	t.Helper()
 	if len(cfg.Domains) == 0 {
 		cfg.Domains = []string{testDomain}
 	}
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	reg := prometheus.NewRegistry()
-	srv := ingest.New(store, limiter, ingest.NewParser(ingest.ParserConfig{}), cfg, log, ingest.NewMetrics(reg))
+	srv := ingest.New(store, limiter, ingest.NewParser(pcfg), cfg, log, ingest.NewMetrics(reg))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)

@@ -50,6 +50,17 @@ func (k keys) creation(client string) string { return k.base + tag(client) + "}:
 // layout (Limiter.SetZSetSlots).
 func (k keys) active(client string) string { return k.base + tag(client) + "}:active" }
 
+// network is the hash of a network's share of the creations (storage
+// layout 2026-11-26; net: NetworkOf, e.g. "198.51.100.0/24"): the same
+// fields as creation, counting the creations its clients' own limits
+// admitted, and its reserved mailboxes (TTL as creation's). The "net:"
+// in its tag keeps it apart from every client key.
+func (k keys) network(net string) string { return k.base + "net:" + net + "}:create" }
+
+// networkZSet is the sorted set reserve.lua takes beside a network's hash,
+// in its slot; never written (a network's slots are in its hash).
+func (k keys) networkZSet(net string) string { return k.base + "net:" + net + "}:active" }
+
 // globalCreation is the hash {w, n} of the service-wide creation minute
 // (TTL: PEXPIREAT end of the minute).
 func (k keys) globalCreation() string { return k.global }

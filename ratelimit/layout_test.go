@@ -79,3 +79,54 @@ func TestSlotsOfBothLayouts(t *testing.T) {
 		t.Fatalf("reserve past the cap again: %+v", d)
 	}
 }
+
+// TestNetworkShare: with the networks' shares on, a creation the client's
+// limits admit is counted against its network too; a network refusal
+// releases the client's slot (it holds none afterwards), names its kind
+// and, for a window, its reset; a network's share is never below one
+// client's allowance.
+func TestNetworkShare(t *testing.T) {
+	t.Parallel()
+	l, c := newLimiter(t, Config{CreatePerMinute: 2, ActivePerClient: 2, NetCreatePerMinute: 3, NetActive: 100})
+	l.SetNetworkShares(true)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	roomInWindow(t, c, minute, 10*time.Second)
+	reserve := func(client, tag string) Decision {
+		t.Helper()
+		d, err := l.ReserveCreation(ctx, client, tag, 10*time.Minute, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	for i, client := range []string{"2001:db8:7:1::/64", "2001:db8:7:2::/64", "2001:db8:7:3::/64"} {
+		if d := reserve(client, fmt.Sprintf("t%d", i)); !d.Allowed {
+			t.Fatalf("creation %d of the /48: %+v", i, d)
+		}
+	}
+	d := reserve("2001:db8:7:4::/64", "t4")
+	if d.Allowed || d.Kind != KindNetCreation || d.RetryAfter <= 0 {
+		t.Fatalf("a fourth creation of the /48 in a minute: %+v, want net_creation with a reset", d)
+	}
+	if n, _ := c.Do(ctx, c.B().Hlen().Key(l.keys.creation("2001:db8:7:4::/64")).Build()).AsInt64(); n != 6 {
+		t.Errorf("the refused client's hash has %d fields, want its 6 window fields and no slot", n)
+	}
+	if d := reserve("2001:db8:8:1::/64", "other"); !d.Allowed {
+		t.Fatalf("another /48: %+v", d)
+	}
+	l.SetNetworkShares(false)
+	if d := reserve("2001:db8:7:5::/64", "t5"); !d.Allowed {
+		t.Fatalf("shares off: %+v", d)
+	}
+	for _, tc := range []struct{ client, net string }{
+		{"198.51.100.7", "198.51.100.0/24"}, {"2001:db8:1:2::/64", "2001:db8:1::/48"}, {"unknown", ""}, {"", ""},
+	} {
+		if got := NetworkOf(tc.client); got != tc.net {
+			t.Errorf("NetworkOf(%q) = %q, want %q", tc.client, got, tc.net)
+		}
+	}
+	if got := (Config{CreatePerMinute: 500, NetCreatePerMinute: 60}).withDefaults().NetCreatePerMinute; got != 500 {
+		t.Errorf("a network's minute share under one client's = %d, want raised to 500", got)
+	}
+}

@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -50,6 +51,14 @@ type Config struct {
 	CreatePerDay          int    // default 20
 	ActivePerClient       int    // default 5
 	GlobalCreatePerMinute int    // default 5000, shared by the whole service
+	// A network's share (IPv4 /24, IPv6 /48: NetworkPrefix) of the
+	// creations its clients may make, counted while SetNetworkShares is on:
+	// windows of the creations its clients' own limits admitted, and its
+	// live mailboxes.
+	NetCreatePerMinute int // default 60
+	NetCreatePerHour   int // default 600
+	NetCreatePerDay    int // default 2000
+	NetActive          int // default 300
 }
 
 // withDefaults is the one place that turns unset fields into spec §8's values.
@@ -68,6 +77,16 @@ func (c Config) withDefaults() Config {
 	orDefault(&c.CreatePerDay, 20)
 	orDefault(&c.ActivePerClient, 5)
 	orDefault(&c.GlobalCreatePerMinute, 5000)
+	orDefault(&c.NetCreatePerMinute, 60)
+	orDefault(&c.NetCreatePerHour, 600)
+	orDefault(&c.NetCreatePerDay, 2000)
+	orDefault(&c.NetActive, 300)
+	// A network's share is never below one client's own allowance (the dev
+	// profile's raised per-IP limits raise it too).
+	c.NetCreatePerMinute = max(c.NetCreatePerMinute, c.CreatePerMinute)
+	c.NetCreatePerHour = max(c.NetCreatePerHour, c.CreatePerHour)
+	c.NetCreatePerDay = max(c.NetCreatePerDay, c.CreatePerDay)
+	c.NetActive = max(c.NetActive, c.ActivePerClient)
 	return c
 }
 
@@ -80,6 +99,9 @@ const (
 	KindCreation Kind = "creation"
 	KindActive   Kind = "active"
 	KindGlobal   Kind = "global"
+	// A network's share (Config.NetCreatePerMinute…, NetActive).
+	KindNetCreation Kind = "net_creation"
+	KindNetActive   Kind = "net_active"
 )
 
 // Decision is the outcome of one counted hit.
@@ -121,7 +143,7 @@ type Limiter struct {
 
 	// Script arguments fixed by the config, built once so the per-request
 	// path allocates only its key.
-	globalArgs, limitArgs []string
+	globalArgs, limitArgs, netArgs []string
 
 	// now is the node clock of the native windows; tests skew it.
 	now func() time.Time
@@ -129,6 +151,9 @@ type Limiter struct {
 	// zsetSlots: new active slots go to the client's ZSET, as the
 	// release of 2026-11-24 keeps them (SetZSetSlots).
 	zsetSlots atomic.Bool
+	// netShares: creations are counted against the client's network too
+	// (SetNetworkShares).
+	netShares atomic.Bool
 }
 
 // New returns a Limiter on client, which the caller owns and closes.
@@ -148,6 +173,10 @@ func New(client rueidis.Client, cfg Config) *Limiter {
 		limitArgs: []string{
 			itoa(cfg.CreatePerMinute), itoa(cfg.CreatePerHour),
 			itoa(cfg.CreatePerDay), itoa(cfg.ActivePerClient),
+		},
+		netArgs: []string{
+			itoa(cfg.NetCreatePerMinute), itoa(cfg.NetCreatePerHour),
+			itoa(cfg.NetCreatePerDay), itoa(cfg.NetActive),
 		},
 	}
 }
@@ -286,7 +315,9 @@ func (l *Limiter) AllowGlobalCreation(ctx context.Context) (Decision, error) {
 
 // ReserveCreation counts one mailbox-creation attempt by client and, when
 // admitted, reserves an active slot for mailbox until now+lifetime (server
-// clock), all in one script.
+// clock), in one script; with network shares on (SetNetworkShares), an
+// attempt the client's limits admit is then counted and reserved the same
+// way against the client's network (NetworkOf), in a second script.
 //
 // Every attempt counts in the minute, hour and day windows, also invalid and
 // refused ones (spec: "failed attempts count"). In order:
@@ -295,26 +326,58 @@ func (l *Limiter) AllowGlobalCreation(ctx context.Context) (Decision, error) {
 //     the full windows resets, rounded up to whole seconds.
 //   - the client holds ActivePerClient unexpired slots: Kind=active,
 //     RetryAfter 0.
+//   - the network's window is full (Kind=net_creation, RetryAfter as for
+//     creation) or it holds NetActive slots (Kind=net_active): the client's
+//     slot is released again.
 //   - otherwise Allowed=true. If creation then fails, call Release.
 //
 // Errors wrap ErrInvalid (valid with an empty mailbox or lifetime < 1ms;
 // nothing counted) or ErrUnavailable.
 func (l *Limiter) ReserveCreation(ctx context.Context, client, mailbox string, lifetime time.Duration, valid bool) (Decision, error) {
 	life := (lifetime + time.Millisecond - 1).Milliseconds()
-	ok := "0"
-	if valid {
-		if mailbox == "" || life <= 0 {
-			return Decision{}, fmt.Errorf("reserve mailbox %q for %v: %w", mailbox, lifetime, ErrInvalid)
-		}
-		ok = "1"
+	if valid && (mailbox == "" || life <= 0) {
+		return Decision{}, fmt.Errorf("reserve mailbox %q for %v: %w", mailbox, lifetime, ErrInvalid)
 	}
 	layout := ""
 	if l.zsetSlots.Load() {
 		layout = "1"
 	}
-	args := append(l.limitArgs[:len(l.limitArgs):len(l.limitArgs)], mailbox, strconv.FormatInt(life, 10), ok, layout)
-	reply, err := l.reserve.Exec(ctx, l.client,
-		[]string{l.keys.creation(client), l.keys.active(client)}, args).ToArray()
+	d, err := l.reserveIn(ctx, l.keys.creation(client), l.keys.active(client), l.limitArgs, mailbox, life, valid, layout)
+	if err != nil || !d.Allowed || !l.netShares.Load() {
+		return d, err
+	}
+	net := NetworkOf(client)
+	if net == "" {
+		return d, nil
+	}
+	nd, err := l.reserveIn(ctx, l.keys.network(net), l.keys.networkZSet(net), l.netArgs, mailbox, life, true, "")
+	if err == nil && nd.Allowed {
+		return d, nil
+	}
+	if rerr := l.releaseIn(ctx, l.keys.creation(client), l.keys.active(client), mailbox); rerr != nil && err == nil {
+		err = rerr
+	}
+	if err != nil {
+		return Decision{}, err
+	}
+	switch nd.Kind {
+	case KindCreation:
+		nd.Kind = KindNetCreation
+	case KindActive:
+		nd.Kind = KindNetActive
+	}
+	return nd, nil
+}
+
+// reserveIn runs reserve.lua on one party's hash and sorted set with its
+// limits args (per minute, hour, day, active).
+func (l *Limiter) reserveIn(ctx context.Context, hash, zset string, limits []string, mailbox string, life int64, valid bool, layout string) (Decision, error) {
+	ok := "0"
+	if valid {
+		ok = "1"
+	}
+	args := append(limits[:len(limits):len(limits)], mailbox, strconv.FormatInt(life, 10), ok, layout)
+	reply, err := l.reserve.Exec(ctx, l.client, []string{hash, zset}, args).ToArray()
 	if err != nil {
 		return Decision{}, fmt.Errorf("%w: reserve: %w", ErrUnavailable, err)
 	}
@@ -342,28 +405,70 @@ func (l *Limiter) ReserveCreation(ctx context.Context, client, mailbox string, l
 	return Decision{}, fmt.Errorf("%w: reserve: unknown reply code %d", ErrUnavailable, code)
 }
 
+func (l *Limiter) releaseIn(ctx context.Context, hash, zset, mailbox string) error {
+	if err := l.release.Exec(ctx, l.client, []string{hash, zset}, []string{mailbox}).Error(); err != nil {
+		return fmt.Errorf("%w: release: %w", ErrUnavailable, err)
+	}
+	return nil
+}
+
+// both runs script on the client's keys and, when it has a network, on the
+// network's, in one round trip (two slots: in parallel). Slots are looked
+// for in the network's keys whatever SetNetworkShares says, so a slot
+// reserved while it was on is released and extended when it is off.
+func (l *Limiter) both(ctx context.Context, script *rueidis.Lua, client string, args []string) error {
+	net := NetworkOf(client)
+	var netErr error
+	var wg sync.WaitGroup
+	if net != "" {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			netErr = script.Exec(ctx, l.client, []string{l.keys.network(net), l.keys.networkZSet(net)}, args).Error()
+		}()
+	}
+	err := script.Exec(ctx, l.client, []string{l.keys.creation(client), l.keys.active(client)}, args).Error()
+	wg.Wait()
+	return errors.Join(err, netErr)
+}
+
 // Release frees mailbox's active slot (mailbox deleted, or creation failed
-// after ReserveCreation). Releasing a mailbox without a slot is a no-op.
-// Errors wrap ErrUnavailable.
+// after ReserveCreation), its client's and its network's. Releasing a
+// mailbox without a slot is a no-op. Errors wrap ErrUnavailable.
 func (l *Limiter) Release(ctx context.Context, client, mailbox string) error {
-	err := l.release.Exec(ctx, l.client, []string{l.keys.creation(client), l.keys.active(client)}, []string{mailbox}).Error()
-	if err != nil {
+	if err := l.both(ctx, l.release, client, []string{mailbox}); err != nil {
 		return fmt.Errorf("%w: release: %w", ErrUnavailable, err)
 	}
 	return nil
 }
 
 // ExtendActive moves mailbox's slot expiry to expiresAt (mailbox extended),
-// only while the mailbox still holds a slot; otherwise it is a no-op, so an
-// extension never resurrects an expired or released slot. Errors wrap
-// ErrUnavailable.
+// its client's and its network's, only while the mailbox still holds a
+// slot; otherwise it is a no-op, so an extension never resurrects an
+// expired or released slot. Errors wrap ErrUnavailable.
 func (l *Limiter) ExtendActive(ctx context.Context, client, mailbox string, expiresAt time.Time) error {
 	args := []string{mailbox, strconv.FormatInt(expiresAt.UnixMilli(), 10)}
-	err := l.extend.Exec(ctx, l.client, []string{l.keys.creation(client), l.keys.active(client)}, args).Error()
-	if err != nil {
+	if err := l.both(ctx, l.extend, client, args); err != nil {
 		return fmt.Errorf("%w: extend: %w", ErrUnavailable, err)
 	}
 	return nil
+}
+
+// SetNetworkShares turns the networks' shares of the creations on (storage
+// layout 2026-11-26, which writes the networks' keys) or off.
+func (l *Limiter) SetNetworkShares(on bool) { l.netShares.Store(on) }
+
+// NetworkOf is the network (NetworkPrefix, as a string) of a client key made
+// by ClientKey: "198.51.100.0/24" for "198.51.100.7", "2001:db8:1::/48" for
+// "2001:db8:1:2::/64"; "" for anything else.
+func NetworkOf(client string) string {
+	if p, err := netip.ParsePrefix(client); err == nil {
+		return NetworkPrefix(p.Addr()).String()
+	}
+	if a, err := netip.ParseAddr(client); err == nil {
+		return NetworkPrefix(a).String()
+	}
+	return ""
 }
 
 // SetZSetSlots chooses where new active-inbox slots are written: in the

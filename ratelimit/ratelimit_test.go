@@ -77,12 +77,17 @@ func TestDefaultsAreSpec(t *testing.T) {
 		CreatePerDay:          20,
 		ActivePerClient:       5,
 		GlobalCreatePerMinute: 5000,
+		NetCreatePerMinute:    60,
+		NetCreatePerHour:      600,
+		NetCreatePerDay:       2000,
+		NetActive:             300,
 	}
 	if got != want {
 		t.Fatalf("Config() = %+v, want %+v", got, want)
 	}
 	set := Config{KeyPrefix: "x", RequestsPerSecond: 1, CreatePerMinute: 2, CreatePerHour: 3,
-		CreatePerDay: 4, ActivePerClient: 5, GlobalCreatePerMinute: 6}
+		CreatePerDay: 4, ActivePerClient: 5, GlobalCreatePerMinute: 6,
+		NetCreatePerMinute: 7, NetCreatePerHour: 8, NetCreatePerDay: 9, NetActive: 10}
 	if got := New(nil, set).Config(); got != set {
 		t.Fatalf("Config() = %+v, want the values set %+v", got, set)
 	}

@@ -18,17 +18,21 @@ const (
 	// creation windows and the active-inbox slots of a client in two keys
 	// (a hash and a ZSET).
 	Layout20261124 = "2026-11-24"
-	// Layout20261125 is the current layout: 16-byte raw digests, messages in
-	// the box hash, a client's creation windows and slots in one hash.
+	// Layout20261125: 16-byte raw digests, messages in the box hash, a
+	// client's creation windows and slots in one hash.
 	Layout20261125 = "2026-11-25"
+	// Layout20261126 is 2026-11-25 and each network's share of the
+	// creations (ratelimit: a hash per IPv4 /24 or IPv6 /48 with its
+	// creation windows and active slots).
+	Layout20261126 = "2026-11-26"
 	// LayoutCurrent is the newest layout this release writes, the default
 	// on a fresh cluster.
-	LayoutCurrent = Layout20261125
+	LayoutCurrent = Layout20261126
 )
 
 // Layouts lists every layout this release reads and may write, oldest
 // first.
-var Layouts = []string{Layout20261124, Layout20261125}
+var Layouts = []string{Layout20261124, Layout20261125, Layout20261126}
 
 // ValidLayout reports whether name is a layout of Layouts.
 func ValidLayout(name string) bool {
@@ -37,10 +41,10 @@ func ValidLayout(name string) bool {
 
 // WriteLayout is the layout this store writes.
 func (s *Store) WriteLayout() string {
-	if s.legacy.Load() {
-		return Layout20261124
+	if l, ok := s.layout.Load().(string); ok {
+		return l
 	}
-	return Layout20261125
+	return LayoutCurrent
 }
 
 // SetWriteLayout makes the store write layout name from its next write on;
@@ -49,6 +53,7 @@ func (s *Store) SetWriteLayout(name string) error {
 	if !ValidLayout(name) {
 		return fmt.Errorf("storage: unknown layout %q (known: %s)", name, strings.Join(Layouts, ", "))
 	}
+	s.layout.Store(name)
 	s.legacy.Store(name == Layout20261124)
 	return nil
 }

@@ -86,6 +86,7 @@ func writeEverything(t *testing.T, layout string) string {
 	}
 	lim := ratelimit.New(client, ratelimit.Config{KeyPrefix: prefix})
 	lim.SetZSetSlots(layout == storage.Layout20261124)
+	lim.SetNetworkShares(layout >= storage.Layout20261126)
 	const ip = "203.0.113.7"
 	tag := storage.NewTag()
 	must := func(what string, err error) {

@@ -76,7 +76,9 @@ type Store struct {
 	topo    topology
 	stats   writeStats
 	group   groupCommit
-	// legacy: the store writes Layout20261124 (see layout.go).
+	// layout is the layout the store writes (a string; layout.go), legacy
+	// whether that is Layout20261124.
+	layout atomic.Value
 	legacy atomic.Bool
 }
 
@@ -85,6 +87,10 @@ func New(client rueidis.Client, cfg Config) *Store {
 	cfg = cfg.withDefaults()
 	s := &Store{client: client, cfg: cfg, keys: keys{prefix: cfg.KeyPrefix}, scripts: loadScripts()}
 	s.topo.log = cfg.Logger
+	if cfg.WriteLayout == "" {
+		cfg.WriteLayout = LayoutCurrent
+	}
+	s.layout.Store(cfg.WriteLayout)
 	s.legacy.Store(cfg.WriteLayout == Layout20261124)
 	return s
 }

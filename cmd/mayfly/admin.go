@@ -34,6 +34,10 @@ func reachable(ctx context.Context, client rueidis.Client) error {
 	return err
 }
 
+// errDraining is /readyz's answer from a node's stop signal on: it still
+// serves for MAYFLY_DRAIN_DELAY, and wants no new work.
+var errDraining = errors.New("mayfly: draining")
+
 // pprofEnabled decides MAYFLY_ADMIN_PPROF for an admin listener bound to
 // addr: "on" and "off" are what they say; "auto" serves the profiles only
 // when the listener is on loopback, where only the machine's own users reach
@@ -117,7 +121,11 @@ func adminMux(reg *prometheus.Registry, ping func(context.Context) error, withPp
 		ctx, cancel := context.WithTimeout(r.Context(), time.Second)
 		defer cancel()
 		if err := ping(ctx); err != nil {
-			http.Error(w, "redis unavailable", http.StatusServiceUnavailable)
+			msg := "redis unavailable"
+			if errors.Is(err, errDraining) {
+				msg = "draining"
+			}
+			http.Error(w, msg, http.StatusServiceUnavailable)
 			return
 		}
 		w.Write([]byte("ok\n"))

@@ -27,10 +27,14 @@ func TestRunAll(t *testing.T) {
 }
 
 // testEnv is env plus the settings that reach the test Redis
-// (storagetest.Env: its addresses and, if it needs them, password and TLS).
+// (storagetest.Env: its addresses and, if it needs them, password and TLS),
+// and no drain delay unless env sets one: no load balancer watches a test's
+// node, and its stop would wait MAYFLY_DRAIN_DELAY for nothing (the drain's
+// own tests set it).
 func testEnv(t testing.TB, env map[string]string) map[string]string {
 	t.Helper()
 	out := storagetest.Env(t)
+	out["MAYFLY_DRAIN_DELAY"] = "0s"
 	maps.Copy(out, env)
 	return out
 }

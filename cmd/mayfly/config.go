@@ -80,10 +80,15 @@ var settings = []setting{
 	{"MAYFLY_RATE_CREATE_PER_DAY", "20", "mailbox creations per client IP per day"},
 	{"MAYFLY_RATE_ACTIVE_PER_IP", "5", "live mailboxes per client IP"},
 	{"MAYFLY_RATE_GLOBAL_CREATE_PER_MINUTE", "5000", "mailbox creations per minute across the whole service"},
+	{"MAYFLY_RATE_NET_CREATE_PER_MINUTE", "60", "mailbox creations per minute per network (IPv4 /24, IPv6 /48), counting the attempts each client's own limits admitted; past it 429 CREATION_RATE_LIMITED. One network gets at most 1.2% of the default global cap, so one IPv6 /48 (65,536 /64s) cannot take it; a large NAT is one client and meets the per-IP limits first. Never below MAYFLY_RATE_CREATE_PER_MINUTE (a network holds at least one client). Counted while the fleet writes storage layout 2026-11-26 or later"},
+	{"MAYFLY_RATE_NET_CREATE_PER_HOUR", "600", "mailbox creations per hour per network (as MAYFLY_RATE_NET_CREATE_PER_MINUTE; never below MAYFLY_RATE_CREATE_PER_HOUR)"},
+	{"MAYFLY_RATE_NET_CREATE_PER_DAY", "2000", "mailbox creations per day per network (as MAYFLY_RATE_NET_CREATE_PER_MINUTE; never below MAYFLY_RATE_CREATE_PER_DAY): 100 clients at their day's 20"},
+	{"MAYFLY_RATE_NET_ACTIVE", "300", "live mailboxes per network (IPv4 /24, IPv6 /48); past it 429 ACTIVE_INBOX_LIMIT: 60 clients at their cap of 5; never below MAYFLY_RATE_ACTIVE_PER_IP. Counted while the fleet writes storage layout 2026-11-26 or later"},
 	{"MAYFLY_MAILBOX_MAX_MESSAGES", "100", "messages kept per mailbox; the oldest is evicted first"},
 	{"MAYFLY_MAILBOX_MAX_BYTES", "8388608", "stored bytes per mailbox; the oldest messages are evicted first"},
 	{"MAYFLY_MESSAGE_MAX_BYTES", "2097152", "stored bytes of one message (headers shown plus bodies); bodies are truncated to fit"},
-	{"MAYFLY_SHUTDOWN_TIMEOUT", "10s", "how long a stopping node waits for requests in flight"},
+	{"MAYFLY_DRAIN_DELAY", "5s", "how long a node keeps serving after SIGTERM (or SIGINT) while /readyz answers 503 draining, so that load balancers stop sending it new work, before it closes its listeners, ends its event streams (clients reconnect elsewhere) and waits MAYFLY_SHUTDOWN_TIMEOUT for what is in flight; 0 closes at once. Keep it above the load balancer's time to take a node out (haproxy.cfg: about 2 s; Kubernetes: the readiness probe's period × failure threshold, plus the endpoints' propagation)"},
+	{"MAYFLY_SHUTDOWN_TIMEOUT", "10s", "how long a stopping node waits for requests in flight once its listeners are closed (after MAYFLY_DRAIN_DELAY): an SMTP message being transferred gets its reply, a session between transactions gets 421 at its next command"},
 	{"MAYFLY_LOG_LEVEL", "info", "debug, info, warn or error (JSON logs on stderr)"},
 	{"MAYFLY_ACCESS_LOG", "errors", "edge access log (one info line per answer: request_id, route pattern, method, status, duration_ms, ip; never a header or cookie): off, errors (status 400 and above) or all"},
 	{"MAYFLY_ACCESS_LOG_RATE", "1000", "access-log lines per second per edge node; past it lines are dropped and counted in mayfly_http_access_log_dropped_total"},
@@ -121,9 +126,14 @@ type config struct {
 	createPerDay    int
 	activePerIP     int
 	globalPerMinute int
+	netPerMinute    int
+	netPerHour      int
+	netPerDay       int
+	netActive       int
 	maxMessages     int
 	maxMailboxBytes int
 	maxMessageBytes int
+	drainDelay      time.Duration
 	shutdownTimeout time.Duration
 	logLevel        slog.Level
 	accessLog       string
@@ -162,9 +172,14 @@ func loadConfig(getenv func(string) string) (config, error) {
 		createPerDay:    p.positive("MAYFLY_RATE_CREATE_PER_DAY"),
 		activePerIP:     p.positive("MAYFLY_RATE_ACTIVE_PER_IP"),
 		globalPerMinute: p.positive("MAYFLY_RATE_GLOBAL_CREATE_PER_MINUTE"),
+		netPerMinute:    p.positive("MAYFLY_RATE_NET_CREATE_PER_MINUTE"),
+		netPerHour:      p.positive("MAYFLY_RATE_NET_CREATE_PER_HOUR"),
+		netPerDay:       p.positive("MAYFLY_RATE_NET_CREATE_PER_DAY"),
+		netActive:       p.positive("MAYFLY_RATE_NET_ACTIVE"),
 		maxMessages:     p.positive("MAYFLY_MAILBOX_MAX_MESSAGES"),
 		maxMailboxBytes: p.positive("MAYFLY_MAILBOX_MAX_BYTES"),
 		maxMessageBytes: p.positive("MAYFLY_MESSAGE_MAX_BYTES"),
+		drainDelay:      p.durationOrZero("MAYFLY_DRAIN_DELAY"),
 		shutdownTimeout: p.duration("MAYFLY_SHUTDOWN_TIMEOUT"),
 		logLevel:        p.level("MAYFLY_LOG_LEVEL"),
 		accessLog:       p.choice("MAYFLY_ACCESS_LOG", "off", "errors", "all"),

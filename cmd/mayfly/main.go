@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -132,8 +133,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 
 	var client rueidis.Client // set once connected; /readyz is 503 until then
 	ready := make(chan struct{})
+	var draining atomic.Bool // from the stop signal on, /readyz is 503
 	withPprof := pprofEnabled(cfg.adminPprof, adminLn.Addr())
 	mux := adminMux(reg, func(ctx context.Context) error {
+		if draining.Load() {
+			return errDraining
+		}
 		select {
 		case <-ready:
 		default:
@@ -180,6 +185,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		KeyPrefix: cfg.redisPrefix, RequestsPerSecond: cfg.ratePerSecond,
 		CreatePerMinute: cfg.createPerMinute, CreatePerHour: cfg.createPerHour, CreatePerDay: cfg.createPerDay,
 		ActivePerClient: cfg.activePerIP, GlobalCreatePerMinute: cfg.globalPerMinute,
+		NetCreatePerMinute: cfg.netPerMinute, NetCreatePerHour: cfg.netPerHour,
+		NetCreatePerDay: cfg.netPerDay, NetActive: cfg.netActive,
 	})
 	// The layout this node writes: decided with the fleet before any write.
 	guard, err := storage.NewLayoutGuard(client, storage.GuardConfig{
@@ -192,6 +199,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	applyLayout := func(layout string) {
 		_ = store.SetWriteLayout(layout) // a name the guard checked
 		limiter.SetZSetSlots(layout == storage.Layout20261124)
+		limiter.SetNetworkShares(layout >= storage.Layout20261126)
 	}
 	layout, err := checkLayout(ctx, guard, log)
 	if err != nil {
@@ -213,6 +221,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	// Each server reports its end on serveErr; stops are called on shutdown.
 	serveErr := make(chan error, 2)
 	var stops []func(context.Context) error
+	var drains []func() // called when the drain starts
 	if serveHTTP {
 		api := edge.New(store, limiter, edge.Config{
 			Domains: cfg.domains, CookiePrefix: cfg.cookiePrefix, CookieInsecure: !cfg.cookieSecure,
@@ -227,6 +236,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			}
 		}()
 		stops = append(stops, api.Shutdown)
+		drains = append(drains, api.Drain)
 		log.Info("listening", "kind", "http", "addr", httpLn.Addr().String(), "domains", cfg.domains)
 	}
 	if serveSMTP {
@@ -248,7 +258,26 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		closeListeners()
 		return err
 	}
-	log.Info("shutting down")
+	// The drain: /readyz answers 503 while the node keeps serving, so that
+	// load balancers (haproxy's checks, Kubernetes' readiness probe) stop
+	// sending it new connections before its listeners close, and the
+	// edge's answers close their keep-alive connections. Only then do
+	// the servers stop: the listeners close, event streams end with a
+	// reconnect hint (their clients reconnect to another node and list),
+	// and requests and SMTP transactions in flight finish.
+	draining.Store(true)
+	for _, drain := range drains {
+		drain()
+	}
+	var failed error // a listener that failed during the drain ends it
+	if cfg.drainDelay > 0 {
+		log.Info("draining: /readyz answers 503, still serving", "drain_delay", cfg.drainDelay.String())
+		select {
+		case <-time.After(cfg.drainDelay):
+		case failed = <-serveErr:
+		}
+	}
+	log.Info("shutting down", "shutdown_timeout", cfg.shutdownTimeout.String())
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.shutdownTimeout)
 	defer cancel()
 	// Both servers drain at once, within the one shutdown budget.
@@ -261,6 +290,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		if err := <-errs; err != nil && shutdownErr == nil {
 			shutdownErr = fmt.Errorf("shutdown: %w", err)
 		}
+	}
+	if failed != nil {
+		return failed
 	}
 	return shutdownErr
 }

@@ -1,10 +1,11 @@
 // Package check validates deploy artifacts with the libraries that define
 // them: the Kubernetes objects of deploy/k8s decode strictly into the real
-// API types and run a pinned release's image, and the Dockerfile parses
-// with buildkit's own parser and stamps the version as `make build` does
-// (release_test.go). It is a module of its own so that those libraries
-// stay out of Mayfly's go.mod; deploy/test.sh runs it on every full
-// `make test`.
+// API types, run a pinned release's image and trust no range wider than
+// the ipBlocks their NetworkPolicies admit (trust_test.go), and the
+// Dockerfile parses with buildkit's own parser and stamps the version as
+// `make build` does (release_test.go). It is a module of its own so that
+// those libraries stay out of Mayfly's go.mod; deploy/test.sh runs it on
+// every full `make test`.
 package check
 
 import (
@@ -16,6 +17,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/moby/buildkit/frontend/dockerfile/instructions"
 	"github.com/moby/buildkit/frontend/dockerfile/parser"
@@ -100,62 +102,78 @@ func load(t *testing.T, dir string) objects {
 	if k.Kind != "Kustomization" || len(k.Resources) == 0 {
 		t.Fatalf("kustomization.yaml: kind %q, %d resources", k.Kind, len(k.Resources))
 	}
-	o := objects{map[string]*appsv1.Deployment{}, map[string]*corev1.Service{}, map[string]*policyv1.PodDisruptionBudget{},
-		map[string]*autoscalingv2.HorizontalPodAutoscaler{}, map[string]*corev1.ConfigMap{},
-		map[string]*networkingv1.NetworkPolicy{}, k.Images}
+	o := newObjects()
+	o.images = k.Images
 	for _, res := range k.Resources {
 		b, err := os.ReadFile(filepath.Join(dir, res))
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i, doc := range regexp.MustCompile(`(?m)^---\s*$`).Split(string(b), -1) {
-			if strings.TrimSpace(doc) == "" {
-				continue
-			}
-			var meta struct {
-				APIVersion string `json:"apiVersion"`
-				Kind       string `json:"kind"`
-			}
-			if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
-				t.Fatalf("%s doc %d: %v", res, i, err)
-			}
-			var obj interface{ GetName() string }
-			switch meta.APIVersion + " " + meta.Kind {
-			case "apps/v1 Deployment":
-				obj = &appsv1.Deployment{}
-			case "v1 Service":
-				obj = &corev1.Service{}
-			case "policy/v1 PodDisruptionBudget":
-				obj = &policyv1.PodDisruptionBudget{}
-			case "autoscaling/v2 HorizontalPodAutoscaler":
-				obj = &autoscalingv2.HorizontalPodAutoscaler{}
-			case "v1 ConfigMap":
-				obj = &corev1.ConfigMap{}
-			case "networking.k8s.io/v1 NetworkPolicy":
-				obj = &networkingv1.NetworkPolicy{}
-			default:
-				t.Fatalf("%s doc %d: unexpected %s %s", res, i, meta.APIVersion, meta.Kind)
-			}
-			if err := yaml.UnmarshalStrict([]byte(doc), obj); err != nil {
-				t.Fatalf("%s doc %d (%s): %v", res, i, meta.Kind, err)
-			}
-			switch v := obj.(type) {
-			case *appsv1.Deployment:
-				o.deployments[v.Name] = v
-			case *corev1.Service:
-				o.services[v.Name] = v
-			case *policyv1.PodDisruptionBudget:
-				o.pdbs[v.Name] = v
-			case *autoscalingv2.HorizontalPodAutoscaler:
-				o.hpas[v.Name] = v
-			case *corev1.ConfigMap:
-				o.configMaps[v.Name] = v
-			case *networkingv1.NetworkPolicy:
-				o.policies[v.Name] = v
-			}
-		}
+		o.decode(t, res, b, false)
 	}
 	return o
+}
+
+func newObjects() objects {
+	return objects{map[string]*appsv1.Deployment{}, map[string]*corev1.Service{}, map[string]*policyv1.PodDisruptionBudget{},
+		map[string]*autoscalingv2.HorizontalPodAutoscaler{}, map[string]*corev1.ConfigMap{},
+		map[string]*networkingv1.NetworkPolicy{}, nil}
+}
+
+// decode adds every object of the YAML stream b (named res in messages) to
+// o, strictly. Objects of other kinds fail the test, or are skipped when
+// others is set (a rendered overlay may add an Ingress, a Secret...).
+func (o objects) decode(t *testing.T, res string, b []byte, others bool) {
+	t.Helper()
+	for i, doc := range regexp.MustCompile(`(?m)^---\s*$`).Split(string(b), -1) {
+		if strings.TrimSpace(doc) == "" {
+			continue
+		}
+		var meta struct {
+			APIVersion string `json:"apiVersion"`
+			Kind       string `json:"kind"`
+		}
+		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
+			t.Fatalf("%s doc %d: %v", res, i, err)
+		}
+		var obj interface{ GetName() string }
+		switch meta.APIVersion + " " + meta.Kind {
+		case "apps/v1 Deployment":
+			obj = &appsv1.Deployment{}
+		case "v1 Service":
+			obj = &corev1.Service{}
+		case "policy/v1 PodDisruptionBudget":
+			obj = &policyv1.PodDisruptionBudget{}
+		case "autoscaling/v2 HorizontalPodAutoscaler":
+			obj = &autoscalingv2.HorizontalPodAutoscaler{}
+		case "v1 ConfigMap":
+			obj = &corev1.ConfigMap{}
+		case "networking.k8s.io/v1 NetworkPolicy":
+			obj = &networkingv1.NetworkPolicy{}
+		default:
+			if others {
+				continue
+			}
+			t.Fatalf("%s doc %d: unexpected %s %s", res, i, meta.APIVersion, meta.Kind)
+		}
+		if err := yaml.UnmarshalStrict([]byte(doc), obj); err != nil {
+			t.Fatalf("%s doc %d (%s): %v", res, i, meta.Kind, err)
+		}
+		switch v := obj.(type) {
+		case *appsv1.Deployment:
+			o.deployments[v.Name] = v
+		case *corev1.Service:
+			o.services[v.Name] = v
+		case *policyv1.PodDisruptionBudget:
+			o.pdbs[v.Name] = v
+		case *autoscalingv2.HorizontalPodAutoscaler:
+			o.hpas[v.Name] = v
+		case *corev1.ConfigMap:
+			o.configMaps[v.Name] = v
+		case *networkingv1.NetworkPolicy:
+			o.policies[v.Name] = v
+		}
+	}
 }
 
 func TestKubernetesBase(t *testing.T) {
@@ -236,6 +254,7 @@ func TestKubernetesBase(t *testing.T) {
 			t.Errorf("%s: no Service selecting its pods", name)
 		}
 		checkAdminExposure(t, o, name, pod, c)
+		checkDrain(t, name, pod, c, cm.Data)
 		if p := o.pdbs[name]; p == nil || !matches(p.Spec.Selector.MatchLabels, pod.Labels) {
 			t.Errorf("%s: no PodDisruptionBudget covering its pods", name)
 		}
@@ -309,17 +328,74 @@ func checkAdminExposure(t *testing.T, o objects, name string, pod corev1.PodTemp
 	if !adminAllowed {
 		t.Errorf("NetworkPolicy %s: Prometheus cannot reach the admin port", policy.Name)
 	}
+	// Who may reach the public ports, and that the nodes trust no one
+	// else, is checkTrust's (trust_test.go).
 	for _, name := range public {
 		ok := false
 		for _, rule := range policy.Spec.Ingress {
 			for _, p := range rule.Ports {
-				ok = ok || (p.Port != nil && p.Port.String() == name && len(rule.From) == 0)
+				ok = ok || (p.Port != nil && p.Port.String() == name)
 			}
 		}
 		if !ok {
 			t.Errorf("NetworkPolicy %s: clients cannot reach port %s", policy.Name, name)
 		}
 	}
+}
+
+// checkDrain holds a Deployment to the node's graceful drain (deploy/README.md,
+// "Graceful drain"): after SIGTERM the node serves on for MAYFLY_DRAIN_DELAY
+// with /readyz at 503, then finishes what is in flight within
+// MAYFLY_SHUTDOWN_TIMEOUT. The readiness probe must take the pod out well
+// within the drain delay (its period × failure threshold at most half of
+// it), and the grace period must cover the delay and the timeout, or the
+// kubelet's SIGKILL cuts the transactions the drain lets finish.
+func checkDrain(t *testing.T, name string, pod corev1.PodTemplateSpec, c corev1.Container, config map[string]string) {
+	t.Helper()
+	setting := func(key string) time.Duration {
+		v, ok := config[key]
+		if !ok {
+			v = settingDefaults(t)[key]
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Fatalf("%s = %q: %v", key, v, err)
+		}
+		return d
+	}
+	drain, shutdown := setting("MAYFLY_DRAIN_DELAY"), setting("MAYFLY_SHUTDOWN_TIMEOUT")
+	if drain <= 0 {
+		t.Errorf("%s: MAYFLY_DRAIN_DELAY %v: pods would close their listeners while still in the endpoints", name, drain)
+	}
+	if p := c.ReadinessProbe; p != nil {
+		if unready := time.Duration(p.PeriodSeconds*max(p.FailureThreshold, 1)) * time.Second; 2*unready > drain {
+			t.Errorf("%s: the readiness probe takes up to %v (periodSeconds × failureThreshold) to see a drain, over half of MAYFLY_DRAIN_DELAY %v", name, unready, drain)
+		}
+	}
+	grace := 30 * time.Second // Kubernetes' default
+	if g := pod.Spec.TerminationGracePeriodSeconds; g != nil {
+		grace = time.Duration(*g) * time.Second
+	}
+	if grace < drain+shutdown {
+		t.Errorf("%s: terminationGracePeriodSeconds %v < MAYFLY_DRAIN_DELAY %v + MAYFLY_SHUTDOWN_TIMEOUT %v", name, grace, drain, shutdown)
+	}
+}
+
+// settingDefaults are README.md's settings table's defaults: name → value
+// (without its backquotes).
+func settingDefaults(t *testing.T) map[string]string {
+	b, err := os.ReadFile(filepath.Join(repo, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	re := regexp.MustCompile("^\\| `(MAYFLY_[A-Z0-9_]+)` \\| `([^`]*)` \\|")
+	for line := range strings.Lines(string(b)) {
+		if m := re.FindStringSubmatch(line); m != nil {
+			out[m[1]] = m[2]
+		}
+	}
+	return out
 }
 
 // matches reports whether labels carry every selector pair.

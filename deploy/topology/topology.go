@@ -29,6 +29,8 @@ type Topology struct {
 	Edges      []Node
 	Ingests    []Node
 	HAProxyPID int
+	// HAProxySock is haproxy's runtime API (stats socket, level admin).
+	HAProxySock string
 
 	t   testing.TB
 	env []string // the MAYFLY_* settings of Start
@@ -39,6 +41,8 @@ type Node struct {
 	PID   int
 	Addr  string // HTTP (edge) or SMTP (ingest) listener
 	Admin string // admin listener
+
+	argv, env []string // of the process StopNode stopped, for StartNode
 }
 
 var (
@@ -189,6 +193,7 @@ func (tp *Topology) load() error {
 	tp.HTTPURL, tp.SMTPAddr = kv["HTTP_URL"], kv["SMTP_ADDR"]
 	tp.RedisAddrs = strings.Split(kv["REDIS_ADDRS"], ",")
 	tp.HAProxyPID, _ = strconv.Atoi(kv["HAPROXY_PID"])
+	tp.HAProxySock = kv["HAPROXY_SOCKET"]
 	for i := 1; i <= 2; i++ {
 		n := strconv.Itoa(i)
 		pe, _ := strconv.Atoi(kv["EDGE"+n+"_PID"])

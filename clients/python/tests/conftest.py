@@ -70,6 +70,7 @@ class Stack:
             "MAYFLY_RATE_CREATE_PER_DAY": "1000",
             "MAYFLY_RATE_ACTIVE_PER_IP": "1000",
             "MAYFLY_SHUTDOWN_TIMEOUT": "2s",
+            "MAYFLY_DRAIN_DELAY": "0s",  # no load balancer to drain from: stop at once
             "MAYFLY_LOG_LEVEL": "warn",
         }
         self.env.update(env)

@@ -82,6 +82,7 @@ export class Stack {
       MAYFLY_RATE_CREATE_PER_DAY: '1000',
       MAYFLY_RATE_ACTIVE_PER_IP: '100',
       MAYFLY_SHUTDOWN_TIMEOUT: '1s',
+      MAYFLY_DRAIN_DELAY: '0s', // no load balancer to drain from: stop at once
       MAYFLY_EVENTS_HEARTBEAT: '2s',
       MAYFLY_LOG_LEVEL: 'warn',
       ...this.extra,

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/mayfly/mayfly/deploy/topology"
+	"github.com/mayfly/mayfly/storage"
 	"github.com/redis/rueidis"
 )
 
@@ -33,7 +34,8 @@ import (
 //     (MAYFLY_STORAGE_WRITE_LAYOUT=2026-11-24);
 //   - each rolled back to the previous release (safe until the flip);
 //   - each rolled forward again;
-//   - each restarted writing the new layout (2026-11-25).
+//   - each restarted writing the newest layout (storage.LayoutCurrent, the
+//     flip of docs/UPGRADING.md).
 //
 // The short form rolls an edge and an ingest together, so every mixed state
 // still runs (old and new edges, old and new ingests, both layouts written
@@ -57,10 +59,11 @@ import (
 // "before" run of deploy/README.md: 1ec388a, before the write layout).
 const previousRelease = "1e86987"
 
-// Write layouts (storage/layout.go), as the drill sets them.
+// Write layouts (storage/layout.go), as the drill sets them: the previous
+// release's, and the newest, which the flip sets.
 const (
-	layoutOld = "2026-11-24"
-	layoutNew = "2026-11-25"
+	layoutOld = storage.Layout20261124
+	layoutNew = storage.LayoutCurrent
 )
 
 // upgradeEnv: drillEnv, with room for every creation of the drill's flows
@@ -74,6 +77,11 @@ var upgradeEnv = append(append([]string{}, drillEnv...),
 	"MAYFLY_RATE_CREATE_PER_DAY=1000000", "MAYFLY_RATE_ACTIVE_PER_IP=1000000",
 	"MAYFLY_RATE_GLOBAL_CREATE_PER_MINUTE=1000000",
 	"MAYFLY_REDIS_TIMEOUT=2s", "MAYFLY_REDIS_REPLICA_TIMEOUT=1s",
+	// A node of this tree drains before it stops: 2 s is haproxy's two
+	// failed checks 500 ms apart with room, and keeps the short form's
+	// restarts short (the default 5 s is for Kubernetes' probes). The
+	// previous release does not drain.
+	"MAYFLY_DRAIN_DELAY=2s",
 )
 
 // version is what runs on a node: the previous release, or this tree
@@ -81,9 +89,9 @@ var upgradeEnv = append(append([]string{}, drillEnv...),
 type version string
 
 const (
-	vOld   version = "old"
-	vNew24 version = "new/" + layoutOld
-	vNew25 version = "new/" + layoutNew
+	vOld    version = "old"
+	vNew24  version = "new/" + layoutOld
+	vNewest version = "new/" + layoutNew
 )
 
 // move is one node restarted on a version.
@@ -100,11 +108,11 @@ type upgradeStep struct {
 }
 
 func upgradePlan(full bool) []upgradeStep {
-	label := map[version]string{vOld: "back to the previous release", vNew24: "to this tree, writing " + layoutOld, vNew25: "writing " + layoutNew}
+	label := map[version]string{vOld: "back to the previous release", vNew24: "to this tree, writing " + layoutOld, vNewest: "writing " + layoutNew}
 	phases := []struct {
 		what string
 		to   version
-	}{{"roll", vNew24}, {"roll back", vOld}, {"roll again", vNew24}, {"flip", vNew25}}
+	}{{"roll", vNew24}, {"roll back", vOld}, {"roll again", vNew24}, {"flip", vNewest}}
 	plan := []upgradeStep{{name: "0 all on the previous release"}}
 	add := func(what string, to version, moves ...move) {
 		var names []string
@@ -136,7 +144,7 @@ func upgradePlan(full bool) []upgradeStep {
 // stepStats is what one step saw.
 type stepStats struct {
 	name, nodes string
-	writesNew   bool // a node wrote 2026-11-25 during the step
+	writesNew   bool // a node wrote the newest layout during the step
 
 	requests                        atomic.Int64
 	f401, f404, f5xx, fConn, fOther atomic.Int64
@@ -149,8 +157,8 @@ type stepStats struct {
 	noTTLKeys, counterNotes         []string
 	scanned, checked                int // keys scanned, mailboxes with mail whose counters were checked
 	// What the live mailboxes hold, by layout: scoped digests as 64 hex
-	// digits (2026-11-24) or 16 bytes (2026-11-25), messages in the bodies
-	// hash (2026-11-24) or in the box (2026-11-25).
+	// digits (2026-11-24) or 16 bytes (2026-11-25 on), messages in the
+	// bodies hash (2026-11-24) or in the box (2026-11-25 on).
 	digestHex, digestRaw, msgsInBodies, msgsInBox int
 	mu                                            sync.Mutex
 	classes                                       map[string]int    // failure class → count
@@ -222,7 +230,7 @@ func TestDrillUpgrade(t *testing.T) {
 	if full {
 		senders, nboxes, flowTime, workers = 8, 12, 6*time.Second, 3
 	}
-	d := &upgradeDrill{t: t, bins: map[version]string{vOld: oldBin, vNew24: newBin, vNew25: newBin}, noTTLSeen: map[string]bool{},
+	d := &upgradeDrill{t: t, bins: map[version]string{vOld: oldBin, vNew24: newBin, vNewest: newBin}, noTTLSeen: map[string]bool{},
 		versions: map[string]version{"edge1": vOld, "edge2": vOld, "ingest1": vOld, "ingest2": vOld}}
 	d.tp = topology.StartBinary(t, oldBin, upgradeEnv...)
 	for _, n := range d.tp.Edges {
@@ -281,7 +289,7 @@ func TestDrillUpgrade(t *testing.T) {
 		st := d.steps[i]
 		d.versionsMu.Lock()
 		for _, v := range d.versions {
-			st.writesNew = st.writesNew || v == vNew25
+			st.writesNew = st.writesNew || v == vNewest
 		}
 		d.versionsMu.Unlock()
 		st.nodes = fmt.Sprintf("e1 %s, e2 %s, i1 %s, i2 %s", d.versions["edge1"], d.versions["edge2"], d.versions["ingest1"], d.versions["ingest2"])
@@ -320,7 +328,7 @@ func TestDrillUpgrade(t *testing.T) {
 				s.smtp4xxDirect.Load(), s.smtp5xx.Load(), s.lost.Load(), s.dups.Load(), s.eventsMissed.Load(), s.noTTL, s.counters)
 		}
 	}
-	// The nodes wrote the layout they were told: nothing of 2026-11-25
+	// The nodes wrote the layout they were told: nothing after 2026-11-24
 	// before the flip, and the flipped nodes write it.
 	for _, s := range d.steps {
 		if !s.writesNew && (s.digestRaw != 0 || s.msgsInBox != 0) {

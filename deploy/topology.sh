@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# topology.sh up|down DIR|demo — Mayfly as it is meant to run, on loopback:
+# topology.sh up|down DIR|restart DIR KIND N|demo — Mayfly as it is meant to run, on loopback:
 # a Redis Cluster of 3 primaries + 3 replicas (cluster-node-timeout 2 s),
 # 2 `mayfly edge` + 2 `mayfly ingest` nodes, and haproxy in front of them
 # with deploy/haproxy/haproxy.cfg (HTTP for the API, TCP + PROXY v2 for SMTP).
@@ -12,6 +12,14 @@
 #            EDGE<i>_PID EDGE<i>_HTTP EDGE<i>_ADMIN (i = 1, 2),
 #            INGEST<i>_PID INGEST<i>_SMTP INGEST<i>_ADMIN.
 #   down DIR stops everything recorded in DIR and removes it.
+#   restart DIR edge|ingest N
+#            stops node N of that kind (SIGTERM, as a rollout does; SIGKILL
+#            if it still runs 20 s later) and starts it again on the
+#            same ports, so haproxy keeps it as its backend: MAYFLY_BIN (a
+#            binary of another release) and the MAYFLY_* variables of this
+#            call's environment apply to the new process. It prints the new
+#            PID and adds it to topology.env (the last EDGE<i>_PID line is the
+#            live one).
 #   demo     `up` with the dev profile of make run (deploy/dev.env, unless
 #            MAYFLY_RUN_PROFILE=spec), prints the addresses and a quick start,
 #            and tears it all down on Ctrl-C (make cluster-demo).
@@ -30,7 +38,7 @@ repo=$(cd "$here/.." && pwd)
 # shellcheck source=deploy/lib.sh
 . "$here/lib.sh"
 
-usage() { die "usage: $0 up | down DIR | demo"; }
+usage() { die "usage: $0 up | down DIR | restart DIR edge|ingest N | demo"; }
 
 # wait_ready URL PID: waits until URL answers 200 (a node's /readyz), failing
 # when PID exits first or after 20 s.
@@ -44,6 +52,21 @@ wait_ready() {
 	return 1
 }
 
+# launch_node DIR KIND N MAIN_PORT ADMIN_PORT: starts `mayfly KIND` as node
+# N on those ports and records its PID in DIR/pids and in $pid.
+launch_node() {
+	local dir=$1 kind=$2 n=$3 main_port=$4 admin_port=$5
+	if [[ $kind == edge ]]; then
+		MAYFLY_HTTP_ADDR=127.0.0.1:$main_port MAYFLY_ADMIN_ADDR=127.0.0.1:$admin_port \
+			"$bin" edge >>"$dir/$kind$n.log" 2>&1 </dev/null &
+	else
+		MAYFLY_SMTP_ADDR=127.0.0.1:$main_port MAYFLY_ADMIN_ADDR=127.0.0.1:$admin_port \
+			"$bin" ingest >>"$dir/$kind$n.log" 2>&1 </dev/null &
+	fi
+	pid=$!
+	printf '%s\n' "$pid" >>"$dir/pids"
+}
+
 # start_node DIR KIND N: starts `mayfly KIND` as node N on free ports and
 # records it in DIR/topology.env.
 start_node() {
@@ -53,15 +76,7 @@ start_node() {
 		main_port=$(random_port)
 		admin_port=$(random_port)
 		((main_port != admin_port)) || continue
-		if [[ $kind == edge ]]; then
-			MAYFLY_HTTP_ADDR=127.0.0.1:$main_port MAYFLY_ADMIN_ADDR=127.0.0.1:$admin_port \
-				"$bin" edge >>"$dir/$kind$n.log" 2>&1 </dev/null &
-		else
-			MAYFLY_SMTP_ADDR=127.0.0.1:$main_port MAYFLY_ADMIN_ADDR=127.0.0.1:$admin_port \
-				"$bin" ingest >>"$dir/$kind$n.log" 2>&1 </dev/null &
-		fi
-		pid=$!
-		printf '%s\n' "$pid" >>"$dir/pids"
+		launch_node "$dir" "$kind" "$n" "$main_port" "$admin_port"
 		if wait_ready "http://127.0.0.1:$admin_port/readyz" "$pid"; then
 			{
 				printf '%s%s_PID=%s\n' "$upper" "$n" "$pid"
@@ -81,8 +96,59 @@ start_node() {
 	die "could not start mayfly $kind; see $dir/$kind$n.log"
 }
 
-# env_get DIR KEY: a value from DIR/topology.env.
+# env_get DIR KEY: a value from DIR/topology.env (its last line).
 env_get() { sed -n "s/^$2=//p" "$1/topology.env" | tail -n 1; }
+
+# node_env ADDRS: the settings every mayfly node of the topology gets, on
+# top of the caller's MAYFLY_* variables.
+node_env() {
+	export MAYFLY_REDIS_ADDRS=$1
+	export MAYFLY_COOKIE_SECURE=${MAYFLY_COOKIE_SECURE:-false}
+	export MAYFLY_TRUSTED_PROXIES=${MAYFLY_TRUSTED_PROXIES:-127.0.0.1/32}
+	export MAYFLY_SMTP_PROXY_PROTOCOL_FROM=${MAYFLY_SMTP_PROXY_PROTOCOL_FROM:-127.0.0.1/32}
+	export MAYFLY_DOMAINS=${MAYFLY_DOMAINS:-mayfly.test}
+}
+
+# cmd_restart DIR KIND N: see the usage at the top.
+cmd_restart() {
+	local dir=${1:-} kind=${2:-} n=${3:-} upper old main admin pid i
+	[[ -d $dir && ($kind == edge || $kind == ingest) && ($n == 1 || $n == 2) ]] || usage
+	dir=$(cd "$dir" && pwd)
+	upper=$(tr '[:lower:]' '[:upper:]' <<<"$kind")
+	old=$(env_get "$dir" "$upper${n}_PID")
+	main=$(env_get "$dir" "$upper${n}_$([[ $kind == edge ]] && echo HTTP || echo SMTP)")
+	admin=$(env_get "$dir" "$upper${n}_ADMIN")
+	[[ -n $old && -n $main && -n $admin ]] || die "$dir/topology.env has no $kind $n"
+	kill -TERM "$old" 2>/dev/null || true
+	for ((i = 0; i < 200; i++)); do
+		pid_alive "$old" || break
+		sleep 0.1
+	done
+	if pid_alive "$old"; then
+		log "$kind $n ($old) still running after SIGTERM; killing it"
+		kill -KILL "$old" 2>/dev/null || true
+	fi
+	if [[ -n ${MAYFLY_BIN:-} ]]; then
+		bin=$MAYFLY_BIN
+	else
+		bin=$repo/bin/mayfly
+	fi
+	node_env "$(env_get "$dir" REDIS_ADDRS)"
+	# The old process's sockets may take a moment to be released.
+	for ((i = 0; i < 5; i++)); do
+		launch_node "$dir" "$kind" "$n" "${main##*:}" "${admin##*:}"
+		if wait_ready "http://$admin/readyz" "$pid"; then
+			printf '%s%s_PID=%s\n' "$upper" "$n" "$pid" >>"$dir/topology.env"
+			log "$kind $n restarted as $pid ($bin)"
+			printf '%s\n' "$pid"
+			return 0
+		fi
+		kill -KILL "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
+		sleep 0.5
+	done
+	die "could not restart mayfly $kind $n on $main; see $dir/$kind$n.log"
+}
 
 cmd_down() {
 	local dir=${1:-} pid
@@ -149,11 +215,7 @@ cmd_up() {
 		bash "$here/cluster.sh" up)
 	printf 'REDIS_ADDRS=%s\n' "$addrs" >>"$dir/topology.env"
 
-	export MAYFLY_REDIS_ADDRS=$addrs
-	export MAYFLY_COOKIE_SECURE=${MAYFLY_COOKIE_SECURE:-false}
-	export MAYFLY_TRUSTED_PROXIES=${MAYFLY_TRUSTED_PROXIES:-127.0.0.1/32}
-	export MAYFLY_SMTP_PROXY_PROTOCOL_FROM=${MAYFLY_SMTP_PROXY_PROTOCOL_FROM:-127.0.0.1/32}
-	export MAYFLY_DOMAINS=${MAYFLY_DOMAINS:-mayfly.test}
+	node_env "$addrs"
 	for i in 1 2; do
 		start_node "$dir" edge "$i"
 		start_node "$dir" ingest "$i"
@@ -237,6 +299,7 @@ EOF
 case ${1:-} in
 up) cmd_up ;;
 down) cmd_down "${2:-}" ;;
+restart) cmd_restart "${2:-}" "${3:-}" "${4:-}" ;;
 demo) cmd_demo ;;
 *) usage ;;
 esac

@@ -270,7 +270,12 @@ func (d *drill) deliver(ctx context.Context, to, subject string) {
 // sendOnce is one SMTP transaction on a new connection; code is the reply
 // code of a refusal (0: the connection failed or dropped).
 func sendOnce(addr, to string, msg []byte, deadline time.Duration) (int, error) {
-	conn, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	return sendVia(func() (net.Conn, error) { return net.DialTimeout("tcp", addr, 2*time.Second) }, to, msg, deadline)
+}
+
+// sendVia is sendOnce on a connection from dial.
+func sendVia(dial func() (net.Conn, error), to string, msg []byte, deadline time.Duration) (int, error) {
+	conn, err := dial()
 	if err != nil {
 		return 0, err
 	}

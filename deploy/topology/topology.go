@@ -32,7 +32,8 @@ type Topology struct {
 	// HAProxySock is haproxy's runtime API (stats socket, level admin).
 	HAProxySock string
 
-	t testing.TB
+	t   testing.TB
+	env []string // the MAYFLY_* settings of Start
 }
 
 // Node is one mayfly process.
@@ -75,6 +76,64 @@ func build() (string, error) {
 	return binary, buildErr
 }
 
+// Binary is this tree's mayfly, built once per test process.
+func Binary() (string, error) { return build() }
+
+var (
+	releasesMu sync.Mutex
+	releases   = map[string]*release{}
+)
+
+type release struct {
+	once sync.Once
+	bin  string
+	err  error
+}
+
+// BuildCommit compiles cmd/mayfly as it is at commit (a previous release)
+// once per test process and returns the binary: a detached git worktree of
+// this repository at that commit in a temp dir, built there with the shared
+// module cache (so offline), and removed again; the binary stays in the temp
+// dir.
+func BuildCommit(commit string) (string, error) {
+	releasesMu.Lock()
+	r := releases[commit]
+	if r == nil {
+		r = &release{}
+		releases[commit] = r
+	}
+	releasesMu.Unlock()
+	r.once.Do(func() { r.bin, r.err = buildCommit(commit) })
+	return r.bin, r.err
+}
+
+func buildCommit(commit string) (string, error) {
+	dir, err := os.MkdirTemp("", "mayfly-release-bin-")
+	if err != nil {
+		return "", err
+	}
+	src := filepath.Join(dir, "src")
+	git := func(args ...string) error {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = repoRoot()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return nil
+	}
+	if err := git("worktree", "add", "--detach", src, commit); err != nil {
+		return "", fmt.Errorf("%w (the repository's history must hold %s: not a shallow clone)", err, commit)
+	}
+	defer func() { _ = git("worktree", "remove", "--force", src) }()
+	bin := filepath.Join(dir, "mayfly")
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/mayfly")
+	cmd.Dir = src
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build at %s: %v\n%s", commit, err, out)
+	}
+	return bin, nil
+}
+
 // Start brings a topology up with env (MAYFLY_* settings for every node)
 // added to the environment, and tears it down when the test ends.
 func Start(t testing.TB, env ...string) *Topology {
@@ -83,6 +142,13 @@ func Start(t testing.TB, env ...string) *Topology {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return StartBinary(t, bin, env...)
+}
+
+// StartBinary is Start with every node running bin (another release's, from
+// BuildCommit).
+func StartBinary(t testing.TB, bin string, env ...string) *Topology {
+	t.Helper()
 	cmd := exec.Command("bash", filepath.Join(repoRoot(), "deploy", "topology.sh"), "up")
 	cmd.Env = append(append(os.Environ(), "MAYFLY_BIN="+bin), env...)
 	if root := cgroupRoot(); root != "" {
@@ -96,7 +162,7 @@ func Start(t testing.TB, env ...string) *Topology {
 		t.Fatalf("topology.sh up: %v\n%s", err, stderr.String())
 	}
 	dir := strings.TrimSpace(string(out))
-	tp := &Topology{Dir: dir, t: t}
+	tp := &Topology{Dir: dir, t: t, env: env}
 	t.Cleanup(func() {
 		if t.Failed() {
 			tp.dumpLogs()
@@ -138,6 +204,58 @@ func (tp *Topology) load() error {
 	if tp.HTTPURL == "" || tp.SMTPAddr == "" || len(tp.RedisAddrs) < 6 || len(tp.RedisAddrs)%3 != 0 || tp.Edges[1].PID == 0 || tp.Ingests[1].PID == 0 {
 		return fmt.Errorf("topology.env incomplete: %v", kv)
 	}
+	return nil
+}
+
+// Restart stops the node kind ("edge" or "ingest") number i (0 or 1, as in
+// Edges and Ingests) as a rollout does (SIGTERM, and it drains), and starts
+// bin in its place on the same addresses, so haproxy keeps it as a backend
+// (topology.sh restart); env is added to Start's settings. It returns when
+// the new process is ready (its /readyz answers 200), with Edges or Ingests
+// naming it.
+func (tp *Topology) Restart(kind string, i int, bin string, env ...string) {
+	tp.t.Helper()
+	cmd := exec.Command("bash", filepath.Join(repoRoot(), "deploy", "topology.sh"), "restart", tp.Dir, kind, strconv.Itoa(i+1))
+	cmd.Env = append(append(append(os.Environ(), tp.env...), env...), "MAYFLY_BIN="+bin)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		tp.t.Fatalf("topology.sh restart %s %d: %v\n%s", kind, i+1, err, stderr.String())
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		tp.t.Fatalf("topology.sh restart %s %d printed %q, not a process id", kind, i+1, out)
+	}
+	// Only the PID changes: the rest of the topology stays as it is, for
+	// the load that goes on reading it.
+	if kind == "edge" {
+		tp.Edges[i].PID = pid
+	} else {
+		tp.Ingests[i].PID = pid
+	}
+}
+
+// Primaries returns the addresses of the Redis nodes that serve slots, as a
+// live node sees them.
+func (tp *Topology) Primaries() []string {
+	tp.t.Helper()
+	for _, a := range tp.RedisAddrs {
+		nodes, err := tp.Redis(a, "CLUSTER", "NODES")
+		if err != nil || strings.Contains(nodes, "Could not connect") {
+			continue
+		}
+		var primaries []string
+		for line := range strings.Lines(nodes) {
+			f := strings.Fields(line)
+			if len(f) > 8 && strings.Contains(f[2], "master") && !strings.Contains(f[2], "fail") {
+				addr, _, _ := strings.Cut(f[1], "@")
+				primaries = append(primaries, addr)
+			}
+		}
+		return primaries
+	}
+	tp.t.Fatal("no Redis node answers CLUSTER NODES")
 	return nil
 }
 

@@ -353,15 +353,15 @@ func (d *upgradeDrill) keep(addr string) {
 	d.liveMu.Unlock()
 }
 
-// answer is one API answer: its status (0: no answer) and body.
-type answer struct {
+// upAnswer is one API answer: its status (0: no answer) and body.
+type upAnswer struct {
 	code int
 	body []byte
 }
 
 // call sends one API request with jar and counts it in the current step: a
 // status other than want is a failure, by class.
-func (d *upgradeDrill) call(jar http.CookieJar, method, url, body string, want int) answer {
+func (d *upgradeDrill) call(jar http.CookieJar, method, url, body string, want int) upAnswer {
 	return d.callNote(jar, method, url, body, want, "")
 }
 
@@ -370,12 +370,12 @@ func (d *upgradeDrill) call(jar http.CookieJar, method, url, body string, want i
 // edge up) is retried as the spec tells clients, with backoff, up to 4
 // times, except a creation (never retried automatically): it counts as
 // retried, and as a failure only if the last answer is still not want.
-func (d *upgradeDrill) callNote(jar http.CookieJar, method, url, body string, want int, note string) answer {
+func (d *upgradeDrill) callNote(jar http.CookieJar, method, url, body string, want int, note string) upAnswer {
 	st := d.step()
 	st.requests.Add(1)
 	target, _ := http.NewRequest(method, url, nil)
 	class := method + " " + route(target.URL.Path) + " on " + d.where(url)
-	var ans answer
+	var ans upAnswer
 	for attempt := 0; ; attempt++ {
 		var r io.Reader
 		if body != "" {
@@ -389,11 +389,11 @@ func (d *upgradeDrill) callNote(jar http.CookieJar, method, url, body string, wa
 		if err != nil {
 			st.fConn.Add(1)
 			st.example("conn "+class, fmt.Sprintf("%v %s", err, note))
-			return answer{}
+			return upAnswer{}
 		}
 		b, _ := io.ReadAll(res.Body)
 		res.Body.Close()
-		ans = answer{res.StatusCode, b}
+		ans = upAnswer{res.StatusCode, b}
 		if res.StatusCode != 503 || want == 503 || attempt == 4 || (method == "POST" && strings.HasSuffix(url, "/mailboxes")) {
 			break
 		}
@@ -508,7 +508,9 @@ func (d *upgradeDrill) flow(k int) {
 	}
 	jar, _ := cookiejar.New(nil)
 	note := fmt.Sprintf("(flow: created on %s, selected on %s, mail through %s then %s)", d.where(a), d.where(b), d.where(x), d.where(y))
-	call := func(method, url, body string, want int) answer { return d.callNote(jar, method, url, body, want, note) }
+	call := func(method, url, body string, want int) upAnswer {
+		return d.callNote(jar, method, url, body, want, note)
+	}
 	var m mailboxReply
 	res := call("POST", a+"/mailboxes", "{}", 201)
 	if res.code != 201 || json.Unmarshal(res.body, &m) != nil {

@@ -117,8 +117,11 @@ for ((tries = 0; tries < 20; tries++)); do
 	redis_port=$(random_port)
 	# A child, not a daemon: it cannot outlive this script unnoticed, and it
 	# ignores the terminal's Ctrl-C, so it stops only after Mayfly has.
+	# maxmemory: a full Redis refuses writes (noeviction) instead of growing
+	# until the kernel kills it; 1 GiB is some 300,000 inboxes with a
+	# message each, far past what a local run holds.
 	redis-server --port "$redis_port" --bind 127.0.0.1 "${redis_memory_args[@]}" \
-		--save '' --appendonly no --dir "$dir" \
+		--maxmemory 1gb --save '' --appendonly no --dir "$dir" \
 		--logfile "$dir/redis.log" </dev/null >/dev/null 2>&1 &
 	redis_pid=$!
 	wait_redis "$redis_port" "$redis_pid" && break

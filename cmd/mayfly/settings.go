@@ -29,8 +29,8 @@ var notNodeSettings = []string{
 	"MAYFLY_RUN_*",
 	// haproxy.cfg (deploy/dev.env carries these too) and deploy/topology.sh
 	"MAYFLY_LB_*", "MAYFLY_EDGE*", "MAYFLY_INGEST*", "MAYFLY_BIN", "MAYFLY_TOPOLOGY_DIR", "MAYFLY_HAPROXY_CFG",
-	// the drills (deploy/topology)
-	"MAYFLY_DRILL*",
+	// the drills (deploy/topology), deploy/check's rendered overlay
+	"MAYFLY_DRILL*", "MAYFLY_K8S_*",
 	// the clients: mayfly inbox, the Go, TypeScript and Python clients, the
 	// pytest plugin and the example suites
 	"MAYFLY_URL", "MAYFLY_INBOX", "MAYFLY_TIMEOUT", "MAYFLY_LIFETIME", "MAYFLY_WAIT_FOR_CAPACITY",

@@ -10,6 +10,9 @@ STATICCHECK_VERSION ?= v0.8.2
 
 GO ?= go
 
+# bash: the drills' recipes need pipefail (go test's status, not grep's).
+SHELL := /bin/bash
+
 # What `mayfly version` and /metrics' mayfly_build_info name. VERSION is the
 # release tag of the commit (v2026.11.26), or git describe past the last one
 # (v2026.11.26-3-g1a2b3c4), with -dirty for uncommitted changes; without git
@@ -105,7 +108,7 @@ cluster-demo:
 # drill-upgrade.
 drill: build
 	bash deploy/install-deps.sh
-	MAYFLY_DRILL=full go test -tags drill -count=1 -timeout 20m -v -run 'Drill' -skip 'TestDrillUpgrade' ./deploy/topology/ | grep -E '^(\||---|ok|FAIL|    (flood_)?drill_)'
+	set -o pipefail; MAYFLY_DRILL=full go test -tags drill -count=1 -timeout 20m -v -run 'Drill' -skip 'TestDrillUpgrade' ./deploy/topology/ | grep -E '^(\||---|ok|FAIL|    (flood_)?drill_)'
 
 # The mixed-version drill (deploy/README.md, "Upgrade drill"): the previous
 # release (built from git) and this tree side by side behind haproxy under
@@ -114,7 +117,7 @@ drill: build
 # table, a row per step. `make test` runs a short form (pairs of nodes).
 drill-upgrade: build
 	bash deploy/install-deps.sh
-	MAYFLY_DRILL=full go test -count=1 -timeout 20m -v -run 'TestDrillUpgrade' ./deploy/topology/ | grep -E '^(---|ok|FAIL|    upgrade_drill_)'
+	set -o pipefail; MAYFLY_DRILL=full go test -count=1 -timeout 20m -v -run 'TestDrillUpgrade' ./deploy/topology/ | grep -E '^(---|ok|FAIL|    upgrade_drill_)'
 
 clean:
 	rm -rf bin bench/bin

@@ -1,11 +1,13 @@
 // Package check validates deploy artifacts with the libraries that define
 // them: the Kubernetes objects of deploy/k8s decode strictly into the real
 // API types, run a pinned release's image and trust no range wider than
-// the ipBlocks their NetworkPolicies admit (trust_test.go), and the
-// Dockerfile parses with buildkit's own parser and stamps the version as
-// `make build` does (release_test.go). It is a module of its own so that
-// those libraries stay out of Mayfly's go.mod; deploy/test.sh runs it on
-// every full `make test`.
+// the ipBlocks their NetworkPolicies admit (trust_test.go); the production
+// overlay deploy/k8s-production, rendered with kustomize's Go API, passes
+// the same checks and its own (production_test.go); and the Dockerfile parses with
+// buildkit's own parser and stamps the version as `make build` does
+// (release_test.go). It is a module of its own so that those libraries
+// stay out of Mayfly's go.mod; deploy/test.sh runs it on every full
+// `make test`.
 package check
 
 import (
@@ -80,6 +82,7 @@ type objects struct {
 	hpas        map[string]*autoscalingv2.HorizontalPodAutoscaler
 	configMaps  map[string]*corev1.ConfigMap
 	policies    map[string]*networkingv1.NetworkPolicy
+	ingresses   map[string]*networkingv1.Ingress
 	images      []imageChange // the kustomization's
 }
 
@@ -117,7 +120,7 @@ func load(t *testing.T, dir string) objects {
 func newObjects() objects {
 	return objects{map[string]*appsv1.Deployment{}, map[string]*corev1.Service{}, map[string]*policyv1.PodDisruptionBudget{},
 		map[string]*autoscalingv2.HorizontalPodAutoscaler{}, map[string]*corev1.ConfigMap{},
-		map[string]*networkingv1.NetworkPolicy{}, nil}
+		map[string]*networkingv1.NetworkPolicy{}, map[string]*networkingv1.Ingress{}, nil}
 }
 
 // decode adds every object of the YAML stream b (named res in messages) to
@@ -150,6 +153,8 @@ func (o objects) decode(t *testing.T, res string, b []byte, others bool) {
 			obj = &corev1.ConfigMap{}
 		case "networking.k8s.io/v1 NetworkPolicy":
 			obj = &networkingv1.NetworkPolicy{}
+		case "networking.k8s.io/v1 Ingress":
+			obj = &networkingv1.Ingress{}
 		default:
 			if others {
 				continue
@@ -172,12 +177,20 @@ func (o objects) decode(t *testing.T, res string, b []byte, others bool) {
 			o.configMaps[v.Name] = v
 		case *networkingv1.NetworkPolicy:
 			o.policies[v.Name] = v
+		case *networkingv1.Ingress:
+			o.ingresses[v.Name] = v
 		}
 	}
 }
 
 func TestKubernetesBase(t *testing.T) {
-	o := load(t, base)
+	checkObjects(t, load(t, base))
+}
+
+// checkObjects holds the objects of the base, or of an overlay rendered,
+// to what every deployment of Mayfly needs.
+func checkObjects(t *testing.T, o objects) {
+	t.Helper()
 	known := settings(t)
 	cm := o.configMaps["mayfly-config"]
 	if cm == nil {

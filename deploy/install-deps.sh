@@ -2,8 +2,8 @@
 # install-deps.sh — installs the Debian packages that `make test` and
 # `make run` and `make bench` need beyond Go itself: redis-server,
 # redis-tools (redis-cli, redis-benchmark), swaks, libnet-ssleay-perl (swaks --tls),
-# haproxy, curl and iptables; with --checks also systemd (systemd-analyze) and
-# prometheus (promtool). Does nothing when they are all present, so it is cheap to run first
+# haproxy, curl and iptables; with --checks also systemd (systemd-analyze),
+# prometheus (promtool) and docker-compose (compose.yaml's `config`). Does nothing when they are all present, so it is cheap to run first
 # thing in every script.
 set -euo pipefail
 
@@ -31,9 +31,12 @@ checks=
 [[ ${1:-} == --checks ]] && checks=1
 tools=(redis-server redis-cli redis-benchmark swaks haproxy curl)
 if [[ -n $checks ]]; then
-	tools+=(systemd-analyze promtool)
+	tools+=(systemd-analyze promtool docker-compose)
 	command -v systemd-analyze >/dev/null || missing+=(systemd)
 	command -v promtool >/dev/null || missing+=(prometheus)
+	# docker-compose renders deploy/compose/compose.yaml (`config`, offline;
+	# no Docker engine needed) for deploy/check's compose_test.go.
+	command -v docker-compose >/dev/null || missing+=(docker-compose)
 fi
 # Node.js 18 or later and npm: the TypeScript client's build and tests
 # (clients/typescript). Debian's nodejs is 18 (bookworm) or 20 (trixie).

@@ -3,7 +3,9 @@
 // API types, run a pinned release's image and trust no range wider than
 // the ipBlocks their NetworkPolicies admit (trust_test.go); the production
 // overlay deploy/k8s-production, rendered with kustomize's Go API, passes
-// the same checks and its own (production_test.go); and the Dockerfile parses with
+// the same checks and its own (production_test.go); deploy/compose's
+// compose.yaml, rendered by docker-compose, decodes strictly and runs what
+// a node needs (compose_test.go); and the Dockerfile parses with
 // buildkit's own parser and stamps the version as `make build` does
 // (release_test.go). It is a module of its own so that those libraries
 // stay out of Mayfly's go.mod; deploy/test.sh runs it on every full

@@ -226,7 +226,8 @@ func TestTrustBaseAsShipped(t *testing.T) {
 
 // TestTrustRendered checks an overlay: MAYFLY_K8S_RENDERED names the
 // output of `kubectl kustomize <overlay>`, whose objects keep the base's
-// names. Run it as
+// names (TestProductionOverlay renders deploy/k8s-production itself). Run
+// it as
 //
 //	kubectl kustomize overlays/prod > /tmp/prod.yaml
 //	cd deploy/check && MAYFLY_K8S_RENDERED=/tmp/prod.yaml go test -run TestTrustRendered .

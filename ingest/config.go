@@ -43,8 +43,13 @@ type Config struct {
 	// whole command line, so this is also the memory one session can pin
 	// outside DATA. Default 256 KiB.
 	MaxLineLength int
-	// TLSConfig enables STARTTLS when set.
+	// TLSConfig enables STARTTLS when set. Its GetCertificate, if any, is
+	// asked at every handshake: a certificate renewed on disk is served
+	// without a restart (cmd/mayfly reloads it).
 	TLSConfig *tls.Config
+	// RequireTLS refuses MAIL before STARTTLS with 530 5.7.0 (RFC 3207):
+	// mail is only ever received encrypted. Needs TLSConfig.
+	RequireTLS bool
 	// LimitsFailClosed refuses (451 4.3.0) a connection or transaction
 	// whose per-IP limit cannot be checked because Redis is unavailable;
 	// false (the default) admits it.

@@ -29,6 +29,7 @@ var (
 	errShuttingDown      = errors.New("ingest: shutting down")
 	errHungUp            = errors.New("ingest: session already refused")
 	errRefusedRcpts      = errors.New("ingest: too many refused recipients")
+	errTLSRequired       = errors.New("ingest: MAIL before STARTTLS")
 )
 
 // replyRow is one line of the reply table: the errors it matches, what the
@@ -51,6 +52,8 @@ var replies = []replyRow{
 		"Relaying denied: this server accepts mail only for its own domains", "relay_denied"},
 	{[]error{storage.ErrMailboxNotFound}, 550, smtp.EnhancedCode{5, 1, 1},
 		"No such mailbox: unknown, expired or deleted", "no_mailbox"},
+	{[]error{errTLSRequired}, 530, smtp.EnhancedCode{5, 7, 0},
+		"Must issue a STARTTLS command first", "tls_required"},
 	{[]error{errTooManyRecipients}, 452, smtp.EnhancedCode{4, 5, 3},
 		"Too many recipients; send the rest in another transaction", "too_many_recipients"},
 	{[]error{smtp.ErrDataTooLarge}, 552, smtp.EnhancedCode{5, 3, 4},

@@ -25,7 +25,8 @@ func (b backend) NewSession(c *smtp.Conn) (smtp.Session, error) {
 		b.srv.log.Error("smtp session", "err", err)
 		return nil, reply(err)
 	}
-	return &session{srv: b.srv, conn: own}, nil
+	_, encrypted := c.TLSConnectionState()
+	return &session{srv: b.srv, conn: own, tls: encrypted}, nil
 }
 
 // session is one SMTP conversation. go-smtp calls its methods from the
@@ -34,6 +35,7 @@ type session struct {
 	srv   *Server
 	conn  *conn
 	rcpts []string // distinct recipients accepted so far, ASCII lower-cased
+	tls   bool     // after STARTTLS (go-smtp starts a new session then)
 }
 
 // refuse counts and logs a refusal before DATA and returns its reply; a 421
@@ -65,6 +67,9 @@ func (s *session) Mail(_ string, _ *smtp.MailOptions) error {
 	}
 	if s.srv.shuttingDown() {
 		return s.refuse(errShuttingDown)
+	}
+	if s.srv.cfg.RequireTLS && !s.tls {
+		return s.refuse(errTLSRequired)
 	}
 	var err error
 	if s.conn.counted {

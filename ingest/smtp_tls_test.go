@@ -10,6 +10,7 @@ import (
 	"math/big"
 	"net"
 	"net/smtp"
+	"strings"
 	"testing"
 	"time"
 
@@ -109,4 +110,69 @@ func TestSMTPStartTLS(t *testing.T) {
 	if got, want := msgs[0].Status, storage.StatusReady; got != want {
 		t.Errorf("Status = %q, want %q", got, want)
 	}
+}
+
+// TestSMTPRequireTLS: with RequireTLS, MAIL before STARTTLS gets 530 5.7.0
+// (RFC 3207) and the session goes on; after STARTTLS the same connection
+// delivers. Without it, plain MAIL is accepted as before.
+func TestSMTPRequireTLS(t *testing.T) {
+	t.Parallel()
+	serverTLS, clientTLS := selfSigned(t)
+	h := newSMTPHarness(t, ingest.Config{TLSConfig: serverTLS, RequireTLS: true})
+	m, cred := h.mailbox(t, 10*time.Minute)
+
+	converse(t, h.addr, []step{
+		{want: "220"},
+		{send: "EHLO client.example.org", want: "250 ", has: []string{"STARTTLS"}},
+		{send: "MAIL FROM:<sender@example.org>", want: "530 5.7.0 Must issue a STARTTLS command first"},
+		{send: "RCPT TO:<" + m.Address + ">", want: "502 5.5.1"}, // go-smtp: no MAIL
+		{send: "NOOP", want: "250"},
+	})
+
+	c, err := smtp.Dial(h.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Hello("client.example.org"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Mail("sender@example.org"); err == nil || !strings.HasPrefix(err.Error(), "530 ") {
+		t.Fatalf("MAIL before STARTTLS: %v, want 530", err)
+	}
+	if err := c.StartTLS(clientTLS); err != nil {
+		t.Fatalf("StartTLS: %v", err)
+	}
+	if err := c.Mail("sender@example.org"); err != nil {
+		t.Fatalf("MAIL after STARTTLS: %v", err)
+	}
+	if err := c.Rcpt(m.Address); err != nil {
+		t.Fatal(err)
+	}
+	w, err := c.Data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write([]byte("From: <sender@example.org>\r\nSubject: required tls\r\n\r\nhello\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatalf("end of DATA: %v", err)
+	}
+	if err := c.Quit(); err != nil {
+		t.Fatal(err)
+	}
+	if msgs := h.messages(t, m, cred); len(msgs) != 1 {
+		t.Fatalf("mailbox holds %d messages, want 1", len(msgs))
+	}
+	if got := h.metric(t, "mayfly_smtp_rejections_total", "reason", "tls_required"); got != 2 {
+		t.Errorf("rejections{reason=tls_required} = %v, want 2", got)
+	}
+
+	plain := newSMTPHarness(t, ingest.Config{TLSConfig: serverTLS})
+	converse(t, plain.addr, []step{
+		{want: "220"},
+		{send: "EHLO client.example.org", want: "250 "},
+		{send: "MAIL FROM:<sender@example.org>", want: "250"},
+	})
 }

@@ -302,6 +302,15 @@ func TestLoadConfigSMTP(t *testing.T) {
 			wantErr: "MAYFLY_HTML_REMOTE_IMAGES: must be one of block, allow"},
 		{name: "certificate without key", env: map[string]string{"MAYFLY_SMTP_TLS_CERT": "/tmp/cert.pem"},
 			wantErr: "must be set together"},
+		{name: "require TLS without a certificate", env: map[string]string{"MAYFLY_SMTP_REQUIRE_TLS": "true"},
+			wantErr: "MAYFLY_SMTP_REQUIRE_TLS: needs MAYFLY_SMTP_TLS_CERT"},
+		{name: "require TLS", env: map[string]string{"MAYFLY_SMTP_REQUIRE_TLS": "true",
+			"MAYFLY_SMTP_TLS_CERT": "/tmp/cert.pem", "MAYFLY_SMTP_TLS_KEY": "/tmp/key.pem"},
+			check: func(t *testing.T, c config) {
+				if ic := smtpServerConfig(c, nil); !ic.RequireTLS || c.smtp.tlsReload != 5*time.Second {
+					t.Errorf("RequireTLS = %v, reload = %v, want true, 5s", ic.RequireTLS, c.smtp.tlsReload)
+				}
+			}},
 		{name: "zero max bytes", env: map[string]string{"MAYFLY_SMTP_MAX_BYTES": "0"},
 			wantErr: "MAYFLY_SMTP_MAX_BYTES: must be a positive integer"},
 		{name: "negative parses", env: map[string]string{"MAYFLY_SMTP_MAX_PARSES": "-1"},

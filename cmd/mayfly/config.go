@@ -44,6 +44,8 @@ var settings = []setting{
 	{"MAYFLY_SMTP_MAX_LINE_BYTES", "262144", "longest line of an SMTP command or message; longer gets 500 5.5.2 and the connection closes"},
 	{"MAYFLY_SMTP_TLS_CERT", "", "PEM certificate file for STARTTLS; with MAYFLY_SMTP_TLS_KEY, enables STARTTLS"},
 	{"MAYFLY_SMTP_TLS_KEY", "", "PEM private key file for STARTTLS"},
+	{"MAYFLY_SMTP_TLS_RELOAD", "5s", "how often the node checks MAYFLY_SMTP_TLS_CERT and MAYFLY_SMTP_TLS_KEY for a change (modification time, size); a changed pair is loaded for the next STARTTLS (SIGHUP loads it at once), a pair that does not load keeps the old certificate and logs an error"},
+	{"MAYFLY_SMTP_REQUIRE_TLS", "false", "true: MAIL before STARTTLS gets 530 5.7.0 (mail is only received encrypted); needs MAYFLY_SMTP_TLS_CERT"},
 	{"MAYFLY_SMTP_PROXY_PROTOCOL_FROM", "", "CIDRs of TCP load balancers that must open every SMTP connection with a PROXY protocol v1/v2 header (haproxy send-proxy-v2), comma separated; per-IP limits then apply to the client it names; empty: no PROXY protocol"},
 	{"MAYFLY_SMTP_LIMITS_ON_REDIS_ERROR", "open", "open: an SMTP per-IP limit that cannot be checked because Redis is unavailable admits the connection or transaction; closed: refuses it with 451 4.3.0 (a connection is then closed)"},
 	{"MAYFLY_SMTP_MAX_SESSIONS", "1000", "concurrent SMTP connections per ingest node; past it 421 4.4.5"},
@@ -200,6 +202,8 @@ func loadConfig(getenv func(string) string) (config, error) {
 		maxLineBytes:   p.positive("MAYFLY_SMTP_MAX_LINE_BYTES"),
 		tlsCert:        p.str("MAYFLY_SMTP_TLS_CERT"),
 		tlsKey:         p.str("MAYFLY_SMTP_TLS_KEY"),
+		tlsReload:      p.duration("MAYFLY_SMTP_TLS_RELOAD"),
+		requireTLS:     p.boolean("MAYFLY_SMTP_REQUIRE_TLS"),
 		maxSessions:    p.positive("MAYFLY_SMTP_MAX_SESSIONS"),
 		sessionsPerIP:  p.positive("MAYFLY_SMTP_SESSIONS_PER_IP"),
 		sessionsPerNet: p.positive("MAYFLY_SMTP_SESSIONS_PER_NET"),
@@ -235,6 +239,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 	if (c.smtp.tlsCert == "") != (c.smtp.tlsKey == "") {
 		p.fail("MAYFLY_SMTP_TLS_CERT", "MAYFLY_SMTP_TLS_CERT and MAYFLY_SMTP_TLS_KEY must be set together")
 	}
+	if c.smtp.requireTLS && c.smtp.tlsCert == "" {
+		p.fail("MAYFLY_SMTP_REQUIRE_TLS", "needs MAYFLY_SMTP_TLS_CERT and MAYFLY_SMTP_TLS_KEY (no STARTTLS, no mail)")
+	}
 	return c, p.err
 }
 
@@ -247,6 +254,8 @@ type smtpConfig struct {
 	maxLineBytes   int
 	tlsCert        string
 	tlsKey         string
+	tlsReload      time.Duration
+	requireTLS     bool
 	maxSessions    int
 	sessionsPerIP  int
 	sessionsPerNet int

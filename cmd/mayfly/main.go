@@ -25,6 +25,7 @@ import (
 	"github.com/mayfly/mayfly/clients/go/cli"
 	"github.com/mayfly/mayfly/edge"
 	"github.com/mayfly/mayfly/ingest"
+	"github.com/mayfly/mayfly/internal/certreload"
 	"github.com/mayfly/mayfly/ratelimit"
 	"github.com/mayfly/mayfly/storage"
 	"github.com/prometheus/client_golang/prometheus"
@@ -99,14 +100,41 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
 	bin := readBuild()
 	log.Info("starting", "command", args[0], "version", bin.version, "revision", bin.revision)
+	// SIGHUP reloads the STARTTLS certificate; it never stops a node (Go's
+	// default for it is to exit), whatever the node serves.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	var tlsConfig *tls.Config
+	var certs *certreload.Reloader
 	if serveSMTP && cfg.smtp.tlsCert != "" {
-		cert, err := tls.LoadX509KeyPair(cfg.smtp.tlsCert, cfg.smtp.tlsKey)
+		certs, err = certreload.New(cfg.smtp.tlsCert, cfg.smtp.tlsKey, log.With("kind", "smtp"))
 		if err != nil {
 			return fmt.Errorf("MAYFLY_SMTP_TLS_CERT/MAYFLY_SMTP_TLS_KEY: %w", err)
 		}
-		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		// Asked at every STARTTLS: a renewed certificate is served by the
+		// next handshake after the poll or SIGHUP loaded it.
+		tlsConfig = &tls.Config{GetCertificate: certs.GetCertificate, MinVersion: tls.VersionTLS12}
+		watchCtx, stopWatch := context.WithCancel(ctx)
+		defer stopWatch()
+		go certs.Watch(watchCtx, cfg.smtp.tlsReload)
 	}
+	hupDone := make(chan struct{})
+	defer close(hupDone)
+	go func() {
+		for {
+			select {
+			case <-hupDone:
+				return
+			case <-hup:
+			}
+			if certs == nil {
+				log.Info("SIGHUP: nothing to reload (no MAYFLY_SMTP_TLS_CERT)")
+				continue
+			}
+			_ = certs.Reload() // logs its outcome
+		}
+	}()
 
 	fdBudget := raiseFDLimit(log)
 	reg := prometheus.NewRegistry()
@@ -363,6 +391,7 @@ func smtpServerConfig(cfg config, tlsConfig *tls.Config) ingest.Config {
 		MaxRefusedRcpts:     cfg.smtp.maxRefused,
 		MaxLineLength:       cfg.smtp.maxLineBytes,
 		TLSConfig:           tlsConfig,
+		RequireTLS:          cfg.smtp.requireTLS,
 		ProxyProtocolFrom:   cfg.smtp.proxyFrom,
 		LimitsFailClosed:    cfg.smtp.limitsClosed,
 		MaxSessions:         cfg.smtp.maxSessions,

@@ -62,8 +62,14 @@ func WriteCerts(dir string) (Certs, error) {
 	if err != nil {
 		return c, err
 	}
+	// A random serial, as a real CA's: a test that swaps certificates
+	// tells them apart by it.
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 63))
+	if err != nil {
+		return c, err
+	}
 	leaf := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "localhost"},
+		SerialNumber: serial, Subject: pkix.Name{CommonName: "localhost"},
 		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
 		DNSNames:    []string{"localhost"},
 		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},

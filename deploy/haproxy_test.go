@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -62,47 +63,74 @@ func newHolder(t *testing.T) *holder {
 }
 
 // startHAProxy runs haproxy.cfg with both frontends on [::1] and every
-// server on h; it is stopped when the test ends.
+// server line pointing at the holder; it returns the frontends' addresses
+// once haproxy listens and its first health check reached the holder.
 func startHAProxy(t *testing.T, h *holder) (api, smtp string) {
 	t.Helper()
-	port := func() string {
-		ln, err := net.Listen("tcp", "[::1]:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		return ln.Addr().String()
-	}
-	api, smtp = port(), port()
+	api, smtp = loopbackPort(t), loopbackPort(t)
 	_, adminPort, _ := net.SplitHostPort(h.admin)
+	runHAProxy(t, map[string]string{"MAYFLY_LB_HTTP": api, "MAYFLY_LB_SMTP": smtp}, h.addr, h.addr, adminPort, smtp)
+	for deadline := time.Now().Add(10 * time.Second); h.accepted.Load() == 0 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond) // the probe reached the holder
+	}
+	return api, smtp
+}
+
+// loopbackPort is a free address on [::1].
+func loopbackPort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "[::1]:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// runHAProxy runs haproxy.cfg with env (the MAYFLY_LB_* settings) and both
+// edges at edges, both ingests at ingests, every health check on
+// adminPort; it returns once haproxy listens on ready.
+func runHAProxy(t *testing.T, env map[string]string, edges, ingests, adminPort, ready string) {
+	t.Helper()
 	cmd := exec.Command(tool(t, "haproxy"), "-db", "-f", "haproxy/haproxy.cfg")
-	cmd.Env = append(os.Environ(), "MAYFLY_LB_HTTP="+api, "MAYFLY_LB_SMTP="+smtp)
-	for _, s := range []string{"EDGE1_HTTP", "EDGE2_HTTP", "INGEST1_SMTP", "INGEST2_SMTP"} {
-		cmd.Env = append(cmd.Env, "MAYFLY_"+s+"="+h.addr)
+	cmd.Env = os.Environ()
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	for _, s := range []string{"EDGE1_HTTP", "EDGE2_HTTP"} {
+		cmd.Env = append(cmd.Env, "MAYFLY_"+s+"="+edges)
+	}
+	for _, s := range []string{"INGEST1_SMTP", "INGEST2_SMTP"} {
+		cmd.Env = append(cmd.Env, "MAYFLY_"+s+"="+ingests)
 	}
 	for _, s := range []string{"EDGE1_ADMIN", "EDGE2_ADMIN", "INGEST1_ADMIN", "INGEST2_ADMIN"} {
 		cmd.Env = append(cmd.Env, "MAYFLY_"+s+"="+adminPort)
 	}
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
 		cmd.Process.Kill()
-		cmd.Wait()
+		<-exited
 	})
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if c, err := net.Dial("tcp", smtp); err == nil {
+		select {
+		case <-exited:
+			t.Fatalf("haproxy exited:\n%s", out.String())
+		default:
+		}
+		if c, err := net.Dial("tcp", ready); err == nil {
 			c.Close()
-			for h.accepted.Load() == 0 && time.Now().Before(deadline) {
-				time.Sleep(10 * time.Millisecond) // the probe reached the holder
-			}
-			break
+			return
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("haproxy did not listen within 10 s")
 		}
 	}
-	return api, smtp
 }
 
 // admitted dials n connections to addr from the addresses from(0) …

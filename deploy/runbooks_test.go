@@ -116,15 +116,30 @@ func TestRunbooksCoverAlerts(t *testing.T) {
 // answers 200. The node gets SIGTERM at the test's end.
 func startNode(t *testing.T, addrs []string) string {
 	t.Helper()
+	n := startNodeEnv(t, map[string]string{"MAYFLY_REDIS_ADDRS": strings.Join(addrs, ","),
+		"MAYFLY_REDIS_PREFIX": "runbook:", "MAYFLY_COOKIE_SECURE": "false"})
+	return "http://" + n.admin
+}
+
+// node is a `mayfly all` of startNodeEnv: its listeners' addresses.
+type node struct{ admin, http, smtp string }
+
+// startNodeEnv builds cmd/mayfly and runs `mayfly all` with env (its Redis,
+// at least) on loopback ports, and returns once /readyz answers 200. The
+// node gets SIGTERM at the test's end.
+func startNodeEnv(t *testing.T, env map[string]string) node {
+	t.Helper()
 	bin := filepath.Join(t.TempDir(), "mayfly")
 	if out, err := exec.Command(tool(t, "go"), "build", "-o", bin, "../cmd/mayfly").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
-	admin := freeAddr(t)
+	n := node{admin: freeAddr(t), http: freeAddr(t), smtp: freeAddr(t)}
 	cmd := exec.Command(bin, "all")
-	cmd.Env = append(os.Environ(), "MAYFLY_REDIS_ADDRS="+strings.Join(addrs, ","),
-		"MAYFLY_HTTP_ADDR="+freeAddr(t), "MAYFLY_SMTP_ADDR="+freeAddr(t), "MAYFLY_ADMIN_ADDR="+admin,
-		"MAYFLY_REDIS_PREFIX=runbook:", "MAYFLY_DRAIN_DELAY=0s", "MAYFLY_COOKIE_SECURE=false")
+	cmd.Env = append(os.Environ(), "MAYFLY_HTTP_ADDR="+n.http, "MAYFLY_SMTP_ADDR="+n.smtp,
+		"MAYFLY_ADMIN_ADDR="+n.admin, "MAYFLY_DRAIN_DELAY=0s")
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
 	var log strings.Builder
 	cmd.Stdout, cmd.Stderr = &log, &log
 	if err := cmd.Start(); err != nil {
@@ -141,7 +156,7 @@ func startNode(t *testing.T, addrs []string) string {
 			<-exited
 		}
 	})
-	url := "http://" + admin
+	url := "http://" + n.admin
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 		select {
 		case <-exited:
@@ -151,12 +166,12 @@ func startNode(t *testing.T, addrs []string) string {
 		if r, err := http.Get(url + "/readyz"); err == nil {
 			r.Body.Close()
 			if r.StatusCode == http.StatusOK {
-				return url
+				return n
 			}
 		}
 	}
 	t.Fatalf("mayfly all not ready within 20 s:\n%s", log.String())
-	return ""
+	return n
 }
 
 // The runbooks' `sh redis` and `sh node` blocks run as written, each under

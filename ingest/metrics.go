@@ -1,6 +1,8 @@
 package ingest
 
 import (
+	"crypto/tls"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -17,8 +19,10 @@ type Metrics struct {
 	latency     prometheus.Histogram     // end of DATA until the reply: parse plus deliveries
 	stage       *prometheus.HistogramVec // parse and deliver separately
 	redisErrors prometheus.Counter
-	reg         prometheus.Registerer // for the series New adds (nil: none)
-	logDropped  prometheus.Counter    // lines about clients over Config.LogRate
+	tlsSessions *prometheus.CounterVec // STARTTLS handshakes completed, by TLS version
+	tlsFailures prometheus.Counter     // STARTTLS handshakes failed
+	reg         prometheus.Registerer  // for the series New adds (nil: none)
+	logDropped  prometheus.Counter     // lines about clients over Config.LogRate
 }
 
 // NewMetrics registers the ingest series on reg (nil: unregistered, for
@@ -58,15 +62,43 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		redisErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "mayfly_smtp_redis_errors_total", Help: "Redis calls of the SMTP server that failed (storage and rate limits).",
 		}),
+		tlsSessions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mayfly_smtp_tls_sessions_total", Help: "SMTP connections that completed STARTTLS, by TLS version (1.2, 1.3).",
+		}, []string{"version"}),
+		tlsFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "mayfly_smtp_tls_handshake_failures_total", Help: "STARTTLS handshakes that failed (a client below the TLS 1.2 floor, no common cipher, a client that does not trust the certificate, garbage); the client got 550.",
+		}),
 		logDropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "mayfly_smtp_log_dropped_total", Help: "SMTP log lines about clients (connections refused, messages accepted, refused or stored as failed, Redis errors) not written: over MAYFLY_SMTP_LOG_RATE in their second.",
 		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.sessions, m.lingering, m.buffered, m.messages, m.rejections, m.stored, m.failed, m.latency, m.stage, m.redisErrors, m.logDropped)
+		reg.MustRegister(m.sessions, m.lingering, m.buffered, m.messages, m.rejections, m.stored, m.failed, m.latency, m.stage, m.redisErrors, m.tlsSessions, m.tlsFailures, m.logDropped)
 	}
 	m.reg = reg
 	return m
+}
+
+// tlsHandshake counts the outcome of one STARTTLS handshake
+// (smtp.Server.TLSHandshake).
+func (m *Metrics) tlsHandshake(state tls.ConnectionState, err error) {
+	if err != nil {
+		m.tlsFailures.Inc()
+		return
+	}
+	m.tlsSessions.WithLabelValues(tlsVersion(state.Version)).Inc()
+}
+
+// tlsVersion is the version label of a TLS version: "1.2", "1.3", or
+// "other" (the floor keeps anything else out).
+func tlsVersion(v uint16) string {
+	switch v {
+	case tls.VersionTLS12:
+		return "1.2"
+	case tls.VersionTLS13:
+		return "1.3"
+	}
+	return "other"
 }
 
 // registerCaps adds the caps of server s beside the gauges they bound

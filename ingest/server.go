@@ -96,6 +96,7 @@ func New(store Deliverer, limiter Limiter, parser *Parser, cfg Config, log *slog
 	srv.WriteTimeout = s.cfg.WriteTimeout
 	srv.EnableSMTPUTF8 = true
 	srv.TLSConfig = s.cfg.TLSConfig
+	srv.TLSHandshake = metrics.tlsHandshake
 	srv.ErrorLog = smtpLogger{log}
 	s.smtp = srv
 	metrics.registerCaps(s)

@@ -176,3 +176,59 @@ func TestSMTPRequireTLS(t *testing.T) {
 		{send: "MAIL FROM:<sender@example.org>", want: "250"},
 	})
 }
+
+// TestSMTPTLSMetrics: every STARTTLS handshake is counted, a completed one
+// by its TLS version (mayfly_smtp_tls_sessions_total), a failed one in
+// mayfly_smtp_tls_handshake_failures_total: a client that offers only TLS
+// 1.1 (below the floor) and one that sends plain text after STARTTLS.
+func TestSMTPTLSMetrics(t *testing.T) {
+	t.Parallel()
+	serverTLS, clientTLS := selfSigned(t)
+	h := newSMTPHarness(t, ingest.Config{TLSConfig: serverTLS})
+
+	startTLS := func(cfg *tls.Config) error {
+		c, err := smtp.Dial(h.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if err := c.Hello("client.example.org"); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.StartTLS(cfg); err != nil {
+			return err
+		}
+		return c.Quit()
+	}
+	if err := startTLS(clientTLS); err != nil {
+		t.Fatalf("StartTLS (TLS 1.3): %v", err)
+	}
+	tls12 := clientTLS.Clone()
+	tls12.MaxVersion = tls.VersionTLS12
+	if err := startTLS(tls12); err != nil {
+		t.Fatalf("StartTLS (TLS 1.2): %v", err)
+	}
+	tls11 := clientTLS.Clone()
+	tls11.MinVersion, tls11.MaxVersion = tls.VersionTLS11, tls.VersionTLS11
+	if err := startTLS(tls11); err == nil {
+		t.Fatal("StartTLS with only TLS 1.1 succeeded, want a handshake failure")
+	}
+	converse(t, h.addr, []step{
+		{want: "220"},
+		{send: "EHLO client.example.org", want: "250 "},
+		{send: "STARTTLS", want: "220"},
+		{send: "this is not a TLS ClientHello", want: "550"},
+	})
+
+	// The server counts a failure after its alert, which the client may
+	// read first.
+	waitFor(t, func() bool { return h.metric(t, "mayfly_smtp_tls_handshake_failures_total") == 2 })
+	for _, tt := range []struct {
+		version string
+		want    float64
+	}{{"1.3", 1}, {"1.2", 1}, {"other", 0}} {
+		if got := h.metric(t, "mayfly_smtp_tls_sessions_total", "version", tt.version); got != tt.want {
+			t.Errorf("mayfly_smtp_tls_sessions_total{version=%q} = %v, want %v", tt.version, got, tt.want)
+		}
+	}
+}

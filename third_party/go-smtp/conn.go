@@ -932,7 +932,15 @@ func (c *Conn) handleStartTLS() {
 	// Upgrade to TLS
 	tlsConn := tls.Server(c.conn, c.server.TLSConfig)
 
-	if err := tlsConn.Handshake(); err != nil {
+	err := tlsConn.Handshake()
+	if hook := c.server.TLSHandshake; hook != nil {
+		var state tls.ConnectionState
+		if err == nil {
+			state = tlsConn.ConnectionState()
+		}
+		hook(state, err)
+	}
+	if err != nil {
 		c.writeResponse(550, EnhancedCode{5, 0, 0}, "Handshake error")
 		return
 	}

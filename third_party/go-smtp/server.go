@@ -28,6 +28,10 @@ type Server struct {
 	Addr string
 	// The server TLS configuration.
 	TLSConfig *tls.Config
+	// TLSHandshake, if set, is called after every STARTTLS handshake with
+	// its outcome: the connection state on success, the error on failure
+	// (Mayfly patch 3, for metrics).
+	TLSHandshake func(state tls.ConnectionState, err error)
 	// Enable LMTP mode, as defined in RFC 2033.
 	LMTP bool
 

@@ -129,7 +129,9 @@ type ParserConfig struct {
 	// MaxFieldRunes bounds from and subject; longer values are cut. Default 512.
 	MaxFieldRunes int
 	// MaxBodyBytes bounds text_body and html_body each; longer bodies are cut
-	// (HTML between tags, then sanitized again). Default 1 MiB.
+	// (HTML between tags, then sanitized again) and end with a visible mark,
+	// "[… cut by Mayfly at 1 MiB]" (textCutMark, htmlCutMark), within the
+	// bound. Default 1 MiB.
 	MaxBodyBytes int
 	// RemoteImages keeps https images in html_body
 	// (MAYFLY_HTML_REMOTE_IMAGES=allow). By default remote images are removed.
@@ -247,7 +249,11 @@ func (p *Parser) parseUntil(raw []byte, until time.Time) (msg storage.NewMessage
 		}
 	}()
 	msg.From, msg.Subject = p.headerFields(raw)
-	text, html, err := p.bodies(raw, until)
+	// html_body gives up the room of from and subject, so that the message
+	// fits storage's default MAYFLY_MESSAGE_MAX_BYTES (2 MiB, two bodies'
+	// worth) whole: storage would cut the HTML without regard for tags or
+	// the cut's mark.
+	text, html, err := p.bodies(raw, p.cfg.MaxBodyBytes-len(msg.From)-len(msg.Subject), until)
 	if err != nil {
 		return msg, err
 	}
@@ -261,22 +267,28 @@ func (p *Parser) parseUntil(raw []byte, until time.Time) (msg storage.NewMessage
 // the sanitizer read through a deadlineReader, which stops them at until;
 // the rest is linear and fast (the simple path, html2text and cleanText on
 // bounded bodies).
-func (p *Parser) bodies(raw []byte, until time.Time) (text, html string, err error) {
+// htmlMax bounds the HTML body (at most MaxBodyBytes).
+func (p *Parser) bodies(raw []byte, htmlMax int, until time.Time) (text, html string, err error) {
 	text, html, ok := p.simpleBodies(raw)
 	if !ok {
 		if text, html, err = p.mimeBodies(raw, until); err != nil {
 			return "", "", err
 		}
 	}
-	text, html = p.finish(text, html, until)
+	text, html = p.finishWithin(text, html, htmlMax, until)
 	return text, html, nil
 }
 
 // finish sanitizes the HTML body and cleans the text body, deriving the
 // text from the sanitized HTML when the message has none.
 func (p *Parser) finish(text, html string, until time.Time) (string, string) {
+	return p.finishWithin(text, html, p.cfg.MaxBodyBytes, until)
+}
+
+// finishWithin is finish with the HTML body bounded by htmlMax.
+func (p *Parser) finishWithin(text, html string, htmlMax int, until time.Time) (string, string) {
 	if html != "" {
-		html = p.sanitizeBounded(html, p.cfg.MaxBodyBytes, until)
+		html = p.sanitizeBounded(html, min(htmlMax, p.cfg.MaxBodyBytes), htmlCutMark(p.cfg.MaxBodyBytes), until)
 	}
 	if text == "" && html != "" {
 		// Derived from the sanitized HTML rather than the raw one (as enmime
@@ -287,7 +299,7 @@ func (p *Parser) finish(text, html string, until time.Time) (string, string) {
 			text = ""
 		}
 	}
-	return cleanText(text, p.cfg.MaxBodyBytes), html
+	return boundText(text, p.cfg.MaxBodyBytes), html
 }
 
 // mimeBodies is the general path: the pre-scan, then enmime. It returns the

@@ -252,11 +252,16 @@ func TestParseBodyLimit(t *testing.T) {
 	if got, want := m.Status, storage.StatusReady; got != want {
 		t.Fatalf("Status = %q, want %q", got, want)
 	}
-	if got, want := m.Text, strings.Repeat("ü", max/2); got != want {
-		t.Errorf("Text has %d bytes, want the first %d bytes of the body", len(got), len(want))
+	// Each body ends with the mark of its cut, within the bound.
+	textMark, htmlMark := "\n[… cut by Mayfly at 1000 bytes]", "<p>[… cut by Mayfly at 1000 bytes]</p>"
+	if got, want := m.Text, strings.Repeat("ü", (max-len(textMark))/2)+textMark; got != want {
+		t.Errorf("Text has %d bytes (ends %q), want the first %d bytes of the body and %q", len(got), got[len(got)-min(len(got), 40):], len(want)-len(textMark), textMark)
 	}
 	if len(m.HTML) > max || len(m.HTML) < max/2 {
 		t.Errorf("len(HTML) = %d, want in [%d, %d]", len(m.HTML), max/2, max)
+	}
+	if !strings.HasSuffix(m.HTML, htmlMark) {
+		t.Errorf("HTML ends %q, want %q", m.HTML[len(m.HTML)-min(len(m.HTML), 60):], htmlMark)
 	}
 	if !utf8.ValidString(m.HTML) || !strings.HasPrefix(m.HTML, "<p>x &amp; <a ") {
 		t.Errorf("HTML = %q", m.HTML)

@@ -158,18 +158,28 @@ func (p *Parser) sanitizeUntil(html string, until time.Time) string {
 
 // sanitizeBounded sanitizes html and bounds the result to maxBytes. A result
 // that is too long is cut between tags and sanitized again, so the cut never
-// leaves half a tag or a dangling character reference. Every pass stops at
-// until.
-func (p *Parser) sanitizeBounded(html string, maxBytes int, until time.Time) string {
+// leaves half a tag or a dangling character reference, and ends with mark
+// (htmlCutMark) within maxBytes (a bound too small for the mark cuts without
+// it). Every pass stops at until.
+func (p *Parser) sanitizeBounded(html string, maxBytes int, mark string, until time.Time) string {
 	out := p.sanitizeUntil(html, until)
-	for limit := maxBytes; len(out) > maxBytes; {
+	if len(out) <= maxBytes {
+		return out
+	}
+	bound := maxBytes
+	if len(mark) < maxBytes {
+		bound -= len(mark)
+	} else {
+		mark = ""
+	}
+	for limit := bound; len(out) > bound; {
 		if limit <= 0 {
 			return ""
 		}
 		out = p.sanitizeUntil(cutHTML(out, limit), until)
 		// Sanitizing a cut never grows it in practice; if it ever did, cut
 		// shorter by the overshoot until it fits.
-		limit -= max(len(out)-maxBytes, 1)
+		limit -= max(len(out)-bound, 1)
 	}
-	return out
+	return out + mark
 }

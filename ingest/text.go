@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"fmt"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -43,8 +44,9 @@ runes:
 
 // cleanText normalizes a decoded text body: valid UTF-8, line breaks as "\n",
 // no control characters other than TAB and LF, no trailing white space, and at
-// most maxBytes bytes, cut at a rune boundary.
-func cleanText(s string, maxBytes int) string {
+// most maxBytes bytes, cut at a rune boundary. cut reports that text other
+// than white space and control characters was left out.
+func cleanText(s string, maxBytes int) (out string, cut bool) {
 	var b strings.Builder
 	b.Grow(min(len(s), maxBytes))
 runes:
@@ -62,11 +64,43 @@ runes:
 			continue
 		}
 		if b.Len()+utf8.RuneLen(r) > maxBytes {
+			cut = strings.IndexFunc(s[i-size:], func(r rune) bool { return !unicode.IsSpace(r) && !unicode.IsControl(r) }) >= 0
 			break runes
 		}
 		b.WriteRune(r)
 	}
-	return strings.TrimRight(b.String(), " \t\n")
+	return strings.TrimRight(b.String(), " \t\n"), cut
+}
+
+// cutMark is the note that ends a body cut at maxBytes
+// (ParserConfig.MaxBodyBytes), so that whoever reads text_body or html_body
+// knows the message goes on: the API has no field for it (a new field would
+// change the storage layout).
+func cutMark(maxBytes int) string {
+	size := fmt.Sprintf("%d bytes", maxBytes)
+	switch {
+	case maxBytes >= 1<<20 && maxBytes%(1<<20) == 0:
+		size = fmt.Sprintf("%d MiB", maxBytes>>20)
+	case maxBytes >= 1<<10 && maxBytes%(1<<10) == 0:
+		size = fmt.Sprintf("%d KiB", maxBytes>>10)
+	}
+	return "[… cut by Mayfly at " + size + "]"
+}
+
+// textCutMark and htmlCutMark end a cut text_body and a cut html_body.
+func textCutMark(maxBytes int) string { return "\n" + cutMark(maxBytes) }
+func htmlCutMark(maxBytes int) string { return "<p>" + cutMark(maxBytes) + "</p>" }
+
+// boundText is cleanText with the cut marked: a text longer than maxBytes is
+// cut shorter, so that it and textCutMark fit in maxBytes. A bound too small
+// for the mark cuts without it.
+func boundText(s string, maxBytes int) string {
+	out, cut := cleanText(s, maxBytes)
+	mark := textCutMark(maxBytes)
+	if !cut || len(mark) >= maxBytes {
+		return out
+	}
+	return strings.TrimRight(truncateUTF8(out, maxBytes-len(mark)), " \t\n") + mark
 }
 
 // truncateUTF8 cuts s to at most max bytes without splitting a rune.

@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -35,20 +36,56 @@ func TestCleanText(t *testing.T) {
 		in   string
 		max  int
 		want string
+		cut  bool
 	}{
-		{"a\r\nb\rc\n", 100, "a\nb\nc"},
-		{"x\x00y\x1bz\tw\t \n\n", 100, "xyz\tw"},
-		{"\ttab first", 100, "\ttab first"},
-		{"\xffa", 100, "\uFFFDa"},
-		{"äöü", 3, "ä"},
-		{"äöü", 4, "äö"},
-		{"a\r\n", 1, "a"},
+		{"a\r\nb\rc\n", 100, "a\nb\nc", false},
+		{"x\x00y\x1bz\tw\t \n\n", 100, "xyz\tw", false},
+		{"\ttab first", 100, "\ttab first", false},
+		{"\xffa", 100, "\uFFFDa", false},
+		{"äöü", 3, "ä", true},
+		{"äöü", 4, "äö", true},
+		{"a\r\n", 1, "a", false},
+		{"a \t\r\n\x00", 2, "a", false},
+		{"a \t\r\n\x00b", 2, "a", true},
 	}
 	for _, tt := range tests {
-		if got := cleanText(tt.in, tt.max); got != tt.want {
-			t.Errorf("cleanText(%q, %d) = %q, want %q", tt.in, tt.max, got, tt.want)
+		if got, cut := cleanText(tt.in, tt.max); got != tt.want || cut != tt.cut {
+			t.Errorf("cleanText(%q, %d) = %q, %v, want %q, %v", tt.in, tt.max, got, cut, tt.want, tt.cut)
 		}
 	}
+}
+
+func TestBoundText(t *testing.T) {
+	tests := []struct {
+		in   string
+		max  int
+		want string
+	}{
+		{"short", 1 << 20, "short"},
+		{strings.Repeat("a", 1<<20), 1 << 20, strings.Repeat("a", 1<<20)},
+		{strings.Repeat("a", 1<<20) + "\r\n", 1 << 20, strings.Repeat("a", 1<<20)},
+		{strings.Repeat("a", 1<<20+1), 1 << 20, strings.Repeat("a", 1<<20-len("\n[… cut by Mayfly at 1 MiB]")) + "\n[… cut by Mayfly at 1 MiB]"},
+		{strings.Repeat("ü", 100), 100, strings.Repeat("ü", 33) + "\n[… cut by Mayfly at 100 bytes]"},
+		{strings.Repeat("x", 3000), 2048, strings.Repeat("x", 2048-len("\n[… cut by Mayfly at 2 KiB]")) + "\n[… cut by Mayfly at 2 KiB]"},
+		{"abcdef", 4, "abcd"}, // no room for the mark
+	}
+	for _, tt := range tests {
+		got := boundText(tt.in, tt.max)
+		if got != tt.want {
+			t.Errorf("boundText(%s, %d) = %s, want %s", abbrev(tt.in), tt.max, abbrev(got), abbrev(tt.want))
+		}
+		if len(got) > tt.max {
+			t.Errorf("boundText(%s, %d) has %d bytes", abbrev(tt.in), tt.max, len(got))
+		}
+	}
+}
+
+// abbrev shows the start and end of a long s.
+func abbrev(s string) string {
+	if len(s) <= 80 {
+		return fmt.Sprintf("%q", s)
+	}
+	return fmt.Sprintf("%q…%q (%d bytes)", s[:30], s[len(s)-40:], len(s))
 }
 
 func TestCutHTML(t *testing.T) {

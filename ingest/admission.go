@@ -60,7 +60,7 @@ func (s *Server) admit(nc net.Conn, l *listener) {
 	now := time.Now()
 	peer := peerAddr(nc.RemoteAddr())
 	c := &conn{Conn: nc, srv: s, ip: clientKey(nc.RemoteAddr()), network: ratelimit.NetworkPrefix(peer),
-		end: now.Add(s.cfg.SessionTimeout), progress: now}
+		relay: s.isRelay(peer), end: now.Add(s.cfg.SessionTimeout), progress: now}
 	if err := s.reserve(c); err != nil {
 		s.refuseConn(c, err)
 		return
@@ -69,7 +69,7 @@ func (s *Server) admit(nc net.Conn, l *listener) {
 	// round trip: the first MAIL then needs no Redis call of its own. A
 	// connection that never sends MAIL has used one transaction of the
 	// allowance anyway.
-	connErr, mailErr := s.allowConn(c.ip)
+	connErr, mailErr := s.allowConn(c)
 	if connErr != nil {
 		s.release(c)
 		s.refuseConn(c, connErr)
@@ -112,14 +112,16 @@ func (s *Server) allow(r ratelimit.Rule, client string, refused error) error {
 	return nil
 }
 
-// allowConn counts a new connection and its first transaction, and returns
-// the refusal (or nil) of each; a Redis failure is handled as allow does.
-func (s *Server) allowConn(client string) (conn, mail error) {
+// allowConn counts a new connection c and its first transaction, and
+// returns the refusal (or nil) of each; a Redis failure is handled as allow
+// does.
+func (s *Server) allowConn(c *conn) (conn, mail error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RedisTimeout)
 	defer cancel()
-	ds, err := s.limiter.AllowAll(ctx, client, s.cfg.ConnRule, s.cfg.MailRule)
+	connRule, mailRule := s.rules(c)
+	ds, err := s.limiter.AllowAll(ctx, c.ip, connRule, mailRule)
 	if err != nil {
-		err = s.limitUnavailable("conn+mail", client, err)
+		err = s.limitUnavailable("conn+mail", c.ip, err)
 		return err, err
 	}
 	if !ds[0].Allowed {
@@ -129,6 +131,26 @@ func (s *Server) allowConn(client string) (conn, mail error) {
 		mail = errMailRate
 	}
 	return conn, mail
+}
+
+// rules are the per-client rules c is counted against: the relay rules for
+// a client in Config.Relays, else ConnRule and MailRule.
+func (s *Server) rules(c *conn) (conn, mail ratelimit.Rule) {
+	if c.relay {
+		return s.cfg.RelayConnRule, s.cfg.RelayMailRule
+	}
+	return s.cfg.ConnRule, s.cfg.MailRule
+}
+
+// isRelay reports whether the client at ip is in Config.Relays.
+func (s *Server) isRelay(ip netip.Addr) bool {
+	ip = ip.Unmap()
+	for _, p := range s.cfg.Relays {
+		if p.Contains(ip) {
+			return true
+		}
+	}
+	return false
 }
 
 // limitUnavailable counts a limiter failure and returns what the hit gets:

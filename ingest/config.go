@@ -11,8 +11,10 @@ import (
 
 // The rule names of the per-IP limits; they name the limiter's keys.
 const (
-	ConnRuleName = "smtp-conn"
-	MailRuleName = "smtp-mail"
+	ConnRuleName      = "smtp-conn"
+	MailRuleName      = "smtp-mail"
+	RelayConnRuleName = "smtp-relay-conn"
+	RelayMailRuleName = "smtp-relay-mail"
 )
 
 // Config tunes the SMTP server. Zero values mean the defaults, applied in
@@ -90,6 +92,22 @@ type Config struct {
 	// nodes: 421 4.7.0. Name defaults to MailRuleName, Limit to 120, Window
 	// to a minute.
 	MailRule ratelimit.Rule
+	// Relays are the clients (after the PROXY protocol, see
+	// ProxyProtocolFrom) counted against RelayConnRule and RelayMailRule
+	// instead of ConnRule and MailRule: mail relays that send many
+	// messages a minute, such as a Postfix with its default
+	// smtp_tls_connection_reuse = no, one connection per message. The
+	// session caps (MaxSessionsPerIP, MaxSessionsPerNet) still apply.
+	// Empty: none.
+	Relays []netip.Prefix
+	// RelayConnRule limits new connections per relay client across all
+	// nodes, as ConnRule does for the others. Name defaults to
+	// RelayConnRuleName, Limit to 1000, Window to a minute.
+	RelayConnRule ratelimit.Rule
+	// RelayMailRule limits transactions per relay client across all nodes,
+	// as MailRule does for the others. Name defaults to RelayMailRuleName,
+	// Limit to 2000, Window to a minute.
+	RelayMailRule ratelimit.Rule
 	// MaxParses caps concurrent MIME parses on one node (parsing is CPU
 	// bound). Default GOMAXPROCS.
 	MaxParses int
@@ -182,6 +200,8 @@ func (c Config) withDefaults() Config {
 	}
 	rule(&c.ConnRule, ConnRuleName, 60)
 	rule(&c.MailRule, MailRuleName, 120)
+	rule(&c.RelayConnRule, RelayConnRuleName, 1000)
+	rule(&c.RelayMailRule, RelayMailRuleName, 2000)
 	orDuration(&c.RedisTimeout, 2*time.Second)
 	orDuration(&c.ReadTimeout, 60*time.Second)
 	orDuration(&c.WriteTimeout, 60*time.Second)

@@ -34,6 +34,7 @@ type conn struct {
 	srv     *Server
 	ip      string       // client key (ratelimit.ClientKey)
 	network netip.Prefix // its network (ratelimit.NetworkPrefix)
+	relay   bool         // in Config.Relays: the relay rules apply
 
 	// firstMail is the decision on the connection's first transaction,
 	// counted with the connection (see admit); counted says it is unused.

@@ -75,7 +75,8 @@ func (s *session) Mail(_ string, _ *smtp.MailOptions) error {
 	if s.conn.counted {
 		err, s.conn.counted = s.conn.firstMail, false
 	} else {
-		err = s.srv.allow(s.srv.cfg.MailRule, s.conn.ip, errMailRate)
+		_, mail := s.srv.rules(s.conn)
+		err = s.srv.allow(mail, s.conn.ip, errMailRate)
 	}
 	if err != nil {
 		return s.refuse(err)

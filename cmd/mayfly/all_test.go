@@ -300,6 +300,17 @@ func TestLoadConfigSMTP(t *testing.T) {
 			}},
 		{name: "remote images: unknown value", env: map[string]string{"MAYFLY_HTML_REMOTE_IMAGES": "yes"},
 			wantErr: "MAYFLY_HTML_REMOTE_IMAGES: must be one of block, allow"},
+		{name: "relays", env: map[string]string{"MAYFLY_SMTP_RELAYS": "192.0.2.0/24, 2001:db8::/32", "MAYFLY_SMTP_RELAY_CONN_PER_MINUTE": "500"},
+			check: func(t *testing.T, c config) {
+				ic := smtpServerConfig(c, nil)
+				got := fmt.Sprintf("%v %s/%d/%v %s/%d/%v", ic.Relays, ic.RelayConnRule.Name, ic.RelayConnRule.Limit, ic.RelayConnRule.Window,
+					ic.RelayMailRule.Name, ic.RelayMailRule.Limit, ic.RelayMailRule.Window)
+				if want := "[192.0.2.0/24 2001:db8::/32] smtp-relay-conn/500/1m0s smtp-relay-mail/2000/1m0s"; got != want {
+					t.Errorf("relays = %s, want %s", got, want)
+				}
+			}},
+		{name: "relays: not a CIDR", env: map[string]string{"MAYFLY_SMTP_RELAYS": "relay.example.org"},
+			wantErr: "MAYFLY_SMTP_RELAYS"},
 		{name: "certificate without key", env: map[string]string{"MAYFLY_SMTP_TLS_CERT": "/tmp/cert.pem"},
 			wantErr: "must be set together"},
 		{name: "require TLS without a certificate", env: map[string]string{"MAYFLY_SMTP_REQUIRE_TLS": "true"},

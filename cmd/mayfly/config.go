@@ -54,6 +54,9 @@ var settings = []setting{
 	{"MAYFLY_SMTP_IDLE_SESSION_TIMEOUT", "2m", "how long an SMTP session may go without finishing a message (from its start or its last DATA); NOOP, RSET and refused commands do not extend it; then the session gets 421 4.4.2 and the connection closes"},
 	{"MAYFLY_SMTP_CONN_PER_MINUTE", "60", "new SMTP connections per client IP per minute, across all nodes; past it 421 4.7.0"},
 	{"MAYFLY_SMTP_MAIL_PER_MINUTE", "120", "SMTP transactions (MAIL FROM) per client IP per minute, across all nodes; past it 421 4.7.0"},
+	{"MAYFLY_SMTP_RELAYS", "", "CIDRs of mail relays (a Postfix that relays test mail in), comma separated; their clients (after the PROXY protocol) get MAYFLY_SMTP_RELAY_CONN_PER_MINUTE and MAYFLY_SMTP_RELAY_MAIL_PER_MINUTE instead of the per-client rates; the session caps still apply; empty: none"},
+	{"MAYFLY_SMTP_RELAY_CONN_PER_MINUTE", "1000", "new SMTP connections per relay client (MAYFLY_SMTP_RELAYS) per minute, across all nodes; past it 421 4.7.0"},
+	{"MAYFLY_SMTP_RELAY_MAIL_PER_MINUTE", "2000", "SMTP transactions (MAIL FROM) per relay client (MAYFLY_SMTP_RELAYS) per minute, across all nodes; past it 421 4.7.0"},
 	{"MAYFLY_SMTP_MAX_PARSES", "0", "concurrent MIME parses per ingest node; 0: one per CPU (GOMAXPROCS)"},
 	{"MAYFLY_SMTP_BUFFER_BYTES", "268435456", "message bytes all SMTP sessions of a node may hold in memory at once (a transfer holds what it received, rounded up to 64 KiB); past it DATA gets 451 4.3.1"},
 	{"MAYFLY_SMTP_BUFFER_BYTES_PER_IP", "33554432", "the part of MAYFLY_SMTP_BUFFER_BYTES one client IP (IPv6: /64) may hold on a node (at least MAYFLY_SMTP_MAX_BYTES); past it DATA gets 451 4.7.0. 32 MiB: three messages of the largest size; filling the default budget takes eight clients"},
@@ -213,6 +216,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 		rateWindow:     p.duration("MAYFLY_SMTP_DATA_RATE_WINDOW"),
 		connPerMinute:  p.positive("MAYFLY_SMTP_CONN_PER_MINUTE"),
 		mailPerMinute:  p.positive("MAYFLY_SMTP_MAIL_PER_MINUTE"),
+		relays:         p.prefixes("MAYFLY_SMTP_RELAYS"),
+		relayConn:      p.positive("MAYFLY_SMTP_RELAY_CONN_PER_MINUTE"),
+		relayMail:      p.positive("MAYFLY_SMTP_RELAY_MAIL_PER_MINUTE"),
 		maxParses:      p.nonNegative("MAYFLY_SMTP_MAX_PARSES"),
 		bufferBytes:    p.positive("MAYFLY_SMTP_BUFFER_BYTES"),
 		readTimeout:    p.duration("MAYFLY_SMTP_READ_TIMEOUT"),
@@ -265,6 +271,9 @@ type smtpConfig struct {
 	rateWindow     time.Duration
 	connPerMinute  int
 	mailPerMinute  int
+	relays         []netip.Prefix // MAYFLY_SMTP_RELAYS
+	relayConn      int
+	relayMail      int
 	maxParses      int
 	bufferBytes    int
 	readTimeout    time.Duration

@@ -18,7 +18,9 @@ import (
 // Like load.ClientIP it is only ever sent in X-Forwarded-For.
 func clientIP(i int) string {
 	n := uint32(i) % (1 << 24)
-	return fmt.Sprintf("10.%d.%d.%d", n>>16, n>>8&0xff, n&0xff)
+	// The /24 (10.b.c) changes first: the edge shares creations out per
+	// network, and a public service's owners spread over many networks.
+	return fmt.Sprintf("10.%d.%d.%d", n>>8&0xff, n&0xff, n>>16)
 }
 
 // inbox is one created and selected mailbox.

@@ -13,10 +13,13 @@ import (
 // sets aside for benchmarks. The tools put it in X-Forwarded-For only, so the
 // edge (trusting 127.0.0.1) rate-limits each as a separate client; nothing is
 // ever sent to these addresses. base offsets the range, so that separate runs
-// of one stack use fresh clients.
+// of one stack use fresh clients. Consecutive clients are in different /24s
+// (the third octet changes first): a /24 is a network whose creations the
+// edge shares out (MAYFLY_RATE_NET_*), as a public service's clients spread
+// over many networks; 256 consecutive ones from one /24 met that share.
 func ClientIP(base, i int) string {
 	n := uint32(base+i) % (1 << 17)
-	return fmt.Sprintf("198.%d.%d.%d", 18+n>>16, n>>8&0xff, n&0xff)
+	return fmt.Sprintf("198.%d.%d.%d", 18+n>>16, n&0xff, n>>8&0xff)
 }
 
 // SourcePool hands out loopback source addresses for SMTP connections, from

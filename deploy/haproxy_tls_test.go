@@ -1,8 +1,13 @@
 package deploy
 
 import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
 	"net"
 	"net/http"
+	"net/smtp"
+	"net/textproto"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -74,6 +79,11 @@ func TestHAProxyHTTPS(t *testing.T) {
 	certs := storagetest.NewCerts(t)
 	env := storagetest.Env(t)
 	env["MAYFLY_REDIS_PREFIX"] = storagetest.Prefix(t)
+	// SMTP through haproxy (PROXY v2) with STARTTLS required, on the
+	// same CA's certificate.
+	env["MAYFLY_SMTP_TLS_CERT"], env["MAYFLY_SMTP_TLS_KEY"] = certs.Cert, certs.Key
+	env["MAYFLY_SMTP_REQUIRE_TLS"] = "true"
+	env["MAYFLY_SMTP_PROXY_PROTOCOL_FROM"] = "127.0.0.1/32"
 	n := startNodeEnv(t, env)
 	plain, https, smtp := loopbackPort(t), loopbackPort(t), loopbackPort(t)
 	_, adminPort, _ := net.SplitHostPort(n.admin)
@@ -124,6 +134,22 @@ func TestHAProxyHTTPS(t *testing.T) {
 	}
 	if got := status(curl(t, "--cacert", certs.CA, api+"/mailboxes/current")); got == "200" {
 		t.Errorf("GET /v1/mailboxes/current without cookies: %s, want a refusal (the 200 above came from the cookie)", got)
+	}
+
+	// Mail to it through haproxy's SMTP frontend: refused before STARTTLS
+	// (MAYFLY_SMTP_REQUIRE_TLS), stored after it, and listed over HTTPS.
+	addr := regexp.MustCompile(`"address":"([^"]+)"`).FindStringSubmatch(created)
+	if addr == nil {
+		t.Fatalf("no address in %s", created)
+	}
+	if err := sendThrough(t, smtp, addr[1], nil); !isCode(err, 530) {
+		t.Errorf("MAIL through haproxy without STARTTLS: %v, want 530", err)
+	}
+	if err := sendThrough(t, smtp, addr[1], caPool(t, certs.CA)); err != nil {
+		t.Fatalf("mail over STARTTLS through haproxy: %v", err)
+	}
+	if list := curl(t, append(tls, api+"/messages")...); status(list) != "200" || !strings.Contains(list, "over STARTTLS") {
+		t.Errorf("GET /v1/messages over HTTPS after the mail: %s, want it listed:\n%s", status(list), list)
 	}
 
 	// Plain HTTP: 308 to the same URL over https, no HSTS (RFC 6797 7.2:
@@ -178,4 +204,58 @@ func TestHAProxyForwardedProto(t *testing.T) {
 	if got := header(answer, "X-Seen-Proto"); got != "http" {
 		t.Errorf("over plain HTTP the edge saw X-Forwarded-Proto %q, want http", got)
 	}
+}
+
+// sendThrough sends one message to rcpt through the SMTP listener at addr
+// (haproxy's), over STARTTLS verified against roots when roots is set.
+func sendThrough(t *testing.T, addr, rcpt string, roots *x509.CertPool) error {
+	t.Helper()
+	c, err := smtp.Dial(addr)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if roots != nil {
+		if err := c.StartTLS(&tls.Config{RootCAs: roots, ServerName: "localhost", MinVersion: tls.VersionTLS12}); err != nil {
+			return err
+		}
+		if state, ok := c.TLSConnectionState(); !ok || state.Version < tls.VersionTLS12 {
+			return errors.New("no TLS 1.2 or later after STARTTLS")
+		}
+	}
+	if err := c.Mail("sender@example.org"); err != nil {
+		return err
+	}
+	if err := c.Rcpt(rcpt); err != nil {
+		return err
+	}
+	w, err := c.Data()
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write([]byte("Subject: over STARTTLS\r\n\r\ncode 123456\r\n")); err != nil {
+		return err
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	return c.Quit()
+}
+
+func isCode(err error, code int) bool {
+	var te *textproto.Error
+	return errors.As(err, &te) && te.Code == code
+}
+
+func caPool(t *testing.T, file string) *x509.CertPool {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(b) {
+		t.Fatalf("no certificate in %s", file)
+	}
+	return pool
 }

@@ -40,12 +40,12 @@ func ValidLayout(name string) bool {
 }
 
 // WriteLayout is the layout this store writes.
-func (s *Store) WriteLayout() string {
-	if l, ok := s.layout.Load().(string); ok {
-		return l
-	}
-	return LayoutCurrent
-}
+func (s *Store) WriteLayout() string { return *s.layout.Load() }
+
+// writesNov24 reports whether the store writes Layout20261124, the one
+// layout whose writes differ on the storage side (the others differ in
+// ratelimit's keys).
+func (s *Store) writesNov24() bool { return s.WriteLayout() == Layout20261124 }
 
 // SetWriteLayout makes the store write layout name from its next write on;
 // it refuses a name outside Layouts. What the store reads does not change.
@@ -53,8 +53,7 @@ func (s *Store) SetWriteLayout(name string) error {
 	if !ValidLayout(name) {
 		return fmt.Errorf("storage: unknown layout %q (known: %s)", name, strings.Join(Layouts, ", "))
 	}
-	s.layout.Store(name)
-	s.legacy.Store(name == Layout20261124)
+	s.layout.Store(&name)
 	return nil
 }
 
@@ -62,7 +61,7 @@ func (s *Store) SetWriteLayout(name string) error {
 // stores: 16 raw bytes, or the 64 hex digits of layout 2026-11-24.
 func (s *Store) writtenDigest(c Credential) string {
 	cur, old := c.digestForms()
-	if s.legacy.Load() {
+	if s.writesNov24() {
 		return old
 	}
 	return cur

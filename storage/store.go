@@ -60,6 +60,9 @@ func (c Config) withDefaults() Config {
 	if c.ReplicaTimeout <= 0 {
 		c.ReplicaTimeout = 200 * time.Millisecond
 	}
+	if c.WriteLayout == "" {
+		c.WriteLayout = LayoutCurrent
+	}
 	return c
 }
 
@@ -76,10 +79,8 @@ type Store struct {
 	topo    topology
 	stats   writeStats
 	group   groupCommit
-	// layout is the layout the store writes (a string; layout.go), legacy
-	// whether that is Layout20261124.
-	layout atomic.Value
-	legacy atomic.Bool
+	// layout is the layout the store writes (layout.go).
+	layout atomic.Pointer[string]
 }
 
 // New returns a Store on client.
@@ -87,11 +88,7 @@ func New(client rueidis.Client, cfg Config) *Store {
 	cfg = cfg.withDefaults()
 	s := &Store{client: client, cfg: cfg, keys: keys{prefix: cfg.KeyPrefix}, scripts: loadScripts()}
 	s.topo.log = cfg.Logger
-	if cfg.WriteLayout == "" {
-		cfg.WriteLayout = LayoutCurrent
-	}
-	s.layout.Store(cfg.WriteLayout)
-	s.legacy.Store(cfg.WriteLayout == Layout20261124)
+	s.layout.Store(&cfg.WriteLayout)
 	return s
 }
 
@@ -574,7 +571,7 @@ func (s *Store) delivery(address string, m NewMessage) (delivery, error) {
 	sum := Summary{ID: id, From: m.From, Subject: m.Subject, Status: m.Status}
 	key, oldKey := storedKey(m.Key)
 	msg, legacy := encodeMessage(Message{Summary: sum, Text: m.Text, HTML: m.HTML}), ""
-	if s.legacy.Load() {
+	if s.writesNov24() {
 		legacy = "1" // the bodies hash keeps the message JSON whole
 	} else {
 		msg = withoutID(id, msg)

@@ -1,6 +1,7 @@
 package edge_test
 
 import (
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -470,6 +471,14 @@ func TestCreationRateLimit(t *testing.T) {
 	u.want(r, 429, "CREATION_RATE_LIMITED")
 	if ra := r.header.Get("Retry-After"); ra == "" || ra == "0" || len(ra) > 2 {
 		t.Errorf("Retry-After = %q, want the seconds left in the minute", ra)
+	}
+	var body struct {
+		Error struct {
+			Details map[string]any `json:"details"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(r.raw, &body); err != nil || body.Error.Details["window"] != "minute" {
+		t.Errorf("details = %v (%v), want window minute: %s", body.Error.Details, err, r.raw)
 	}
 	e.newUser("203.0.113.21").create("{}")
 }

@@ -114,6 +114,10 @@ type Decision struct {
 	// allowed or when no wait helps (the active cap frees only on delete or
 	// expiry).
 	RetryAfter time.Duration
+	// Window names the creation window that refused (KindCreation and
+	// KindNetCreation): "minute", "hour" or "day", the one that resets last
+	// when several are full; empty otherwise.
+	Window string
 }
 
 //go:embed scripts/*.lua
@@ -381,7 +385,7 @@ func (l *Limiter) reserveIn(ctx context.Context, hash, zset string, limits []str
 	if err != nil {
 		return Decision{}, fmt.Errorf("%w: reserve: %w", ErrUnavailable, err)
 	}
-	if len(reply) != 2 {
+	if len(reply) < 2 {
 		return Decision{}, fmt.Errorf("%w: reserve: reply of %d elements", ErrUnavailable, len(reply))
 	}
 	code, err := reply[0].AsInt64()
@@ -398,7 +402,12 @@ func (l *Limiter) reserveIn(ctx context.Context, hash, zset string, limits []str
 	case 1:
 		return Decision{}, nil
 	case 2:
-		return Decision{Kind: KindCreation, RetryAfter: ceilSeconds(ms)}, nil
+		d := Decision{Kind: KindCreation, RetryAfter: ceilSeconds(ms)}
+		if len(reply) > 2 {
+			name, _ := reply[2].ToString()
+			d.Window = windowNames[name]
+		}
+		return d, nil
 	case 3:
 		return Decision{Kind: KindActive}, nil
 	}
@@ -514,6 +523,9 @@ func NetworkPrefix(ip netip.Addr) netip.Prefix {
 	}
 	return netip.PrefixFrom(ip, 48).Masked()
 }
+
+// windowNames are reserve.lua's names of the creation windows.
+var windowNames = map[string]string{"m": "minute", "h": "hour", "d": "day"}
 
 func ceilSeconds(ms int64) time.Duration {
 	return time.Duration((ms+999)/1000) * time.Second

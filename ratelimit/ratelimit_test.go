@@ -363,13 +363,14 @@ func TestCreationWindows(t *testing.T) {
 		cfg        Config
 		admitted   int
 		blockedFor time.Duration // the window whose reset RetryAfter reports
+		window     string        // and its name in the Decision
 	}{
-		{"minute", Config{CreatePerMinute: 2, CreatePerHour: high, CreatePerDay: high}, 2, minute},
-		{"hour", Config{CreatePerMinute: high, CreatePerHour: 3, CreatePerDay: high}, 3, hour},
-		{"day", Config{CreatePerMinute: high, CreatePerHour: high, CreatePerDay: 3}, 3, day},
-		{"minute and hour: the longer wait", Config{CreatePerMinute: 2, CreatePerHour: 2, CreatePerDay: high}, 2, hour},
-		{"minute and day: the longer wait", Config{CreatePerMinute: 2, CreatePerHour: high, CreatePerDay: 2}, 2, day},
-		{"all three: the longest wait", Config{CreatePerMinute: 1, CreatePerHour: 1, CreatePerDay: 1}, 1, day},
+		{"minute", Config{CreatePerMinute: 2, CreatePerHour: high, CreatePerDay: high}, 2, minute, "minute"},
+		{"hour", Config{CreatePerMinute: high, CreatePerHour: 3, CreatePerDay: high}, 3, hour, "hour"},
+		{"day", Config{CreatePerMinute: high, CreatePerHour: high, CreatePerDay: 3}, 3, day, "day"},
+		{"minute and hour: the longer wait", Config{CreatePerMinute: 2, CreatePerHour: 2, CreatePerDay: high}, 2, hour, "hour"},
+		{"minute and day: the longer wait", Config{CreatePerMinute: 2, CreatePerHour: high, CreatePerDay: 2}, 2, day, "day"},
+		{"all three: the longest wait", Config{CreatePerMinute: 1, CreatePerHour: 1, CreatePerDay: 1}, 1, day, "day"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -391,6 +392,9 @@ func TestCreationWindows(t *testing.T) {
 				}
 				if lo, hi := retryBounds(before, after, tc.blockedFor); d.RetryAfter < lo || d.RetryAfter > hi {
 					t.Fatalf("RetryAfter = %v, want in [%v, %v]", d.RetryAfter, lo, hi)
+				}
+				if d.Window != tc.window {
+					t.Fatalf("Window = %q, want %q", d.Window, tc.window)
 				}
 			}
 		})

@@ -7,9 +7,10 @@
 -- ARGV: limit per minute, per hour, per day, active cap, mailbox tag,
 --       lifetime ms (>= 1), valid ('1' or '0'), the layout to write the slot
 --       in ('1' the ZSET of 2026-11-24, '' the hash)
--- Reply: {code, retry ms}: code 0 reserved; 1 invalid (counted, nothing
--- reserved); 2 a window is full (retry = ms until the latest-resetting full
--- window resets); 3 active cap reached (retry 0).
+-- Reply: {code, retry ms, window}: code 0 reserved; 1 invalid (counted,
+-- nothing reserved); 2 a window is full (retry = ms until the
+-- latest-resetting full window resets, window its name: 'm', 'h' or 'd');
+-- 3 active cap reached (retry 0). window is '' but for code 2.
 -- The live slots are those of both layouts: a fleet that mixed releases
 -- holds a client's slots in either key, and the cap counts them all.
 local now = now_ms()
@@ -18,6 +19,7 @@ local spans = {60000, 3600000, 86400000}
 local names = {'m', 'h', 'd'}
 local set = {}
 local retry = 0
+local full = ''
 for i = 1, 3 do
   local w = math.floor(now / spans[i])
   local n = 0
@@ -27,7 +29,10 @@ for i = 1, 3 do
   set[4 * i - 2] = string.format('%d', w)
   set[4 * i - 1] = names[i] .. 'n'
   set[4 * i] = n
-  if n > tonumber(ARGV[i]) then retry = math.max(retry, (w + 1) * spans[i] - now) end
+  if n > tonumber(ARGV[i]) and (w + 1) * spans[i] - now >= retry then
+    retry = (w + 1) * spans[i] - now
+    full = names[i]
+  end
 end
 redis.call('HSET', KEYS[1], unpack(set))
 local live, top = live_slots(KEYS[1], now)
@@ -47,5 +52,5 @@ else
   end
 end
 keep_until(KEYS[1], top)
-if code == 2 then return {2, retry} end
-return {code, 0}
+if code == 2 then return {2, retry, full} end
+return {code, 0, ''}

@@ -80,7 +80,7 @@ bench-smoke:
 # Mayfly at SCALE_N live inboxes (default 1,000,000; about 20 minutes and
 # ~7 GiB of free memory at that size): memory per inbox, message and client
 # IP, the hot paths at 1,000 / 100,000 / SCALE_N, and the mass expiry
-# (bench/README.md, "Scale"). Appends to bench/RESULTS.md.
+# (bench/README.md, "Scale"). Replaces its section of bench/RESULTS.md.
 SCALE_N ?= 1000000
 bench-scale:
 	SCALE_N=$(SCALE_N) bash bench/scale.sh

@@ -11,7 +11,7 @@
 # bench/peers/go.mod) are built from the Go module proxy when they can be; a
 # failed build only leaves the peer out.
 #
-# full writes bench/RESULTS.md; tiny (what CI runs: every scenario once, for a
+# full replaces its sections of bench/RESULTS.md (one per scenario); tiny (what CI runs: every scenario once, for a
 # second or two, at small sizes) writes its table to the log dir only.
 # BENCH_ONLY=A,D runs some scenarios (and writes no RESULTS.md).
 set -euo pipefail

@@ -7,7 +7,7 @@
 # ingest` on free loopback ports, and runs bench/cmd/scalerun against them:
 # the memory model (Redis's defaults against ours, in the same run), the
 # fill to SCALE_N with measurements at 1,000 / 100,000 / SCALE_N, and the
-# mass expiry. Appends its tables to bench/RESULTS.md (SCALE_OUT= writes
+# mass expiry. Replaces its section of bench/RESULTS.md (SCALE_OUT= writes
 # them to the log dir only). Refuses to start when the machine has too
 # little free memory for SCALE_N. Always tears everything down.
 #

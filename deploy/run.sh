@@ -4,7 +4,7 @@
 # Starts one redis-server on a free loopback port with its data in a temp dir
 # (unless MAYFLY_REDIS_ADDRS names one), builds bin/mayfly and runs
 # `bin/mayfly $MAYFLY_RUN_MODE` (default all) in the foreground, by default on
-# the ports the README promises: HTTP 127.0.0.1:8080, SMTP 127.0.0.1:2525,
+# the ports the README's quick start promises: HTTP 127.0.0.1:8080, SMTP 127.0.0.1:2525,
 # admin 127.0.0.1:9090. Every MAYFLY_* variable set in the environment wins.
 # MAYFLY_RUN_PROFILE=dev (the default) fills the unset ones from
 # deploy/dev.env (relaxed request rate, creation windows, active cap, SMTP
@@ -136,7 +136,7 @@ if [[ -z ${MAYFLY_REDIS_ADDRS:-} ]]; then
 fi
 
 # The CLI's default base is the default HTTP address; any other is given
-# the way the README does, through MAYFLY_URL.
+# the way docs/cli.md does, through MAYFLY_URL.
 cli_base=
 [[ $http_addr == 127.0.0.1:8080 ]] || cli_base="  export MAYFLY_URL=http://$http_addr/v1
 "

@@ -156,7 +156,7 @@ func TestMakeRunStopsOnSignal(t *testing.T) {
 			m := startMakeRun(t)
 			pgid, addrs, tmp, output := m.pgid, m.addrs, m.tmp, m.output
 			exited := m.exited
-			// The banner names the CLI as the README does: `mayfly inbox`,
+			// The banner names the CLI as docs/cli.md does: `mayfly inbox`,
 			// from a checkout bin/mayfly inbox, its base through MAYFLY_URL.
 			banner := output()
 			for _, want := range []string{"`mayfly inbox`", "addr=$(bin/mayfly inbox new)", "bin/mayfly inbox wait --subject",

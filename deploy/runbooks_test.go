@@ -100,13 +100,13 @@ func TestRunbooksCoverAlerts(t *testing.T) {
 			t.Errorf("RUNBOOKS.md: section ## %s is no alert", s)
 		}
 	}
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("../docs/settings.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range regexp.MustCompile(`MAYFLY_[A-Z0-9_]+`).FindAllString(text, -1) {
 		if !strings.Contains(string(readme), "| `"+name+"` |") {
-			t.Errorf("RUNBOOKS.md names %s, which is no setting of README.md", name)
+			t.Errorf("RUNBOOKS.md names %s, which is no setting of docs/settings.md", name)
 		}
 	}
 }

@@ -131,6 +131,11 @@ fi
 if ((rc == 0)) && [[ ${pkgs[*]} == ./... ]]; then
 	(cd third_party/go-smtp && go test -race -count=1 ./...) || rc=$?
 fi
+# The bench module's own unit tests (the results file's marked sections; its
+# load tools are proved by make bench-smoke) on every full run.
+if ((rc == 0)) && [[ ${pkgs[*]} == ./... ]]; then
+	(cd bench && go test -count=1 ./internal/...) || rc=$?
+fi
 # The deploy artifacts' own module (Kubernetes types, buildkit's Dockerfile
 # parser: kept out of Mayfly's go.mod) on every full run.
 if ((rc == 0)) && [[ ${pkgs[*]} == ./... ]]; then

@@ -28,7 +28,7 @@ func (e *apiError) with(details map[string]any) *apiError {
 	return &c
 }
 
-// The error codes of the API. The README's error table lists them; clients
+// The error codes of the API. docs/api.md's error table lists them; clients
 // branch on code, so a code never changes meaning.
 var (
 	errInvalidJSON        = &apiError{status: 400, code: "INVALID_JSON", message: "The request body must be one JSON object."}

@@ -205,7 +205,7 @@ print(ok)
 
 // A body refused before it is read still counts: against the per-IP
 // request rate, and for POST /mailboxes against the creation windows
-// (README, Limits). It used to count nothing: 12 oversize POSTs from one IP,
+// (docs/api.md, Limits). It used to count nothing: 12 oversize POSTs from one IP,
 // then a normal POST still got 201.
 func TestOversizeBodiesCount(t *testing.T) {
 	t.Parallel()

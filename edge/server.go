@@ -239,7 +239,7 @@ func (s *Server) handleTransportError(ctx *fasthttp.RequestCtx, err error) {
 	if isBodyTooLarge(err) {
 		// The headers were read: the request goes through the routes like any
 		// other, so it counts against the per-IP rate and, for POST
-		// /mailboxes, the creation windows (README: every request counts),
+		// /mailboxes, the creation windows (docs/api.md: every request counts),
 		// and is answered 413. The client may still be sending its body:
 		// the connection drains it before it closes, so that a client that
 		// writes its whole body before reading (no Expect: 100-continue)

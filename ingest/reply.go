@@ -42,7 +42,7 @@ type replyRow struct {
 	reason  string
 }
 
-// replies is the one table from errors to SMTP replies; the README's SMTP
+// replies is the one table from errors to SMTP replies; docs/api.md's SMTP
 // table mirrors it. The first row whose error matches (errors.Is) wins.
 // Messages are fixed strings: no error text of Redis, go-smtp or the Go
 // runtime ever reaches the wire, because go-smtp writes a non-SMTPError's

@@ -208,7 +208,7 @@ func TestSMTPConversations(t *testing.T) {
 		},
 		{
 			// go-smtp answers an over-long command line itself, with its own
-			// fixed reply; the README documents it as such.
+			// fixed reply; docs/api.md documents it as such.
 			name:  "a command line over MaxLineLength gets go-smtp's 500 5.4.0 and the connection closes",
 			cfg:   ingest.Config{MaxLineLength: 1000},
 			boxes: 1,

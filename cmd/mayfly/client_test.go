@@ -356,7 +356,7 @@ func TestClientInboxExpiry(t *testing.T) {
 	}
 }
 
-// TestCLI runs `mayfly inbox` against the real service: the README's
+// TestCLI runs `mayfly inbox` against the real service: docs/cli.md's
 // example, every command, the jar's mode and the exit codes.
 func TestCLI(t *testing.T) {
 	t.Parallel()

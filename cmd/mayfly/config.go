@@ -13,7 +13,7 @@ import (
 )
 
 // setting is one environment variable. The table is the single list of
-// settings and defaults; the README's settings table must name every one
+// settings and defaults; docs/settings.md's table must name every one
 // (a test checks it).
 type setting struct {
 	env, def, help string

@@ -160,17 +160,17 @@ func TestDevProfileSMTPBurst(t *testing.T) {
 	t.Logf("%d connections from one IP in %v", burst, time.Since(start).Round(time.Millisecond))
 }
 
-// The README's GitHub Actions example spells the dev profile out (a service
+// docs/testing.md's GitHub Actions example spells the dev profile out (a service
 // container takes no env file): it must carry every Mayfly setting of
 // deploy/dev.env with its value, or a suite run that way meets the public
 // limits the profile exists to lift. haproxy's MAYFLY_LB_* are left out:
 // that example has no haproxy.
-func TestReadmeActionsExampleCarriesTheDevProfile(t *testing.T) {
+func TestTestingDocActionsExampleCarriesTheDevProfile(t *testing.T) {
 	t.Parallel()
-	readme := readReadme(t)
+	readme := readDoc(t, "docs/testing.md")
 	_, block, ok := strings.Cut(readme, "# the dev profile (deploy/dev.env)\n")
 	if !ok {
-		t.Fatal("README.md: no '# the dev profile (deploy/dev.env)' in the Actions example")
+		t.Fatal("docs/testing.md: no '# the dev profile (deploy/dev.env)' in the Actions example")
 	}
 	line := regexp.MustCompile(`^\s+(MAYFLY_[A-Z0-9_]+): "([^"]*)"$`)
 	example := map[string]string{}
@@ -187,12 +187,12 @@ func TestReadmeActionsExampleCarriesTheDevProfile(t *testing.T) {
 			continue
 		}
 		if got, ok := example[k]; !ok || got != v {
-			t.Errorf("README's Actions example: %s is %q (set: %v), deploy/dev.env has %q", k, got, ok, v)
+			t.Errorf("docs/testing.md's Actions example: %s is %q (set: %v), deploy/dev.env has %q", k, got, ok, v)
 		}
 	}
 	for k := range example {
 		if _, ok := profile[k]; !ok {
-			t.Errorf("README's Actions example sets %s, which deploy/dev.env does not", k)
+			t.Errorf("docs/testing.md's Actions example sets %s, which deploy/dev.env does not", k)
 		}
 	}
 }

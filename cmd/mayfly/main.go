@@ -2,7 +2,7 @@
 // `mayfly ingest` accepts mail over SMTP, `mayfly all` does both in one
 // process; `mayfly inbox` is the client tool (package clients/go/cli).
 // Configuration comes from MAYFLY_* environment variables (see config.go and
-// the README). This is the only package that reads the environment, builds
+// docs/settings.md). This is the only package that reads the environment, builds
 // the Redis client, sets up logging and handles signals.
 package main
 
@@ -60,7 +60,13 @@ commands:
 
 Every node command also serves the admin endpoints (MAYFLY_ADMIN_ADDR).
 
-Configuration is read from MAYFLY_* environment variables; see README.md.
+Configuration is read from MAYFLY_* environment variables. The pages of
+the repository's docs/:
+  docs/settings.md    every setting and its default (mayfly settings)
+  docs/api.md         the HTTP API: a curl walk-through, its decisions, error codes
+  docs/cli.md         mayfly inbox
+  docs/testing.md     using Mayfly from a test suite: the dev profile, CI
+  docs/operations.md  deploying; the admin endpoints, metrics, logs
 `
 
 // run runs the node named by args until ctx ends, configured by environ

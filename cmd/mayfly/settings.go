@@ -87,7 +87,7 @@ func unknownSettings(environ []string) error {
 		if near := nearestSetting(name); near != "" {
 			errs = append(errs, fmt.Errorf("%s is not a setting: did you mean %s?", name, near))
 		} else {
-			errs = append(errs, fmt.Errorf("%s is not a setting (mayfly settings lists them; README.md, Settings)", name))
+			errs = append(errs, fmt.Errorf("%s is not a setting (mayfly settings lists them; docs/settings.md)", name))
 		}
 	}
 	return errors.Join(errs...)

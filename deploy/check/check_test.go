@@ -35,10 +35,10 @@ import (
 
 const repo = "../.."
 
-// settings are the MAYFLY_* names of README.md's settings table, the list
+// settings are the MAYFLY_* names of docs/settings.md's table, the list
 // cmd/mayfly's own test keeps equal to the code's.
 func settings(t *testing.T) map[string]bool {
-	b, err := os.ReadFile(filepath.Join(repo, "README.md"))
+	b, err := os.ReadFile(filepath.Join(repo, "docs", "settings.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func settings(t *testing.T) map[string]bool {
 		}
 	}
 	if len(out) < 20 {
-		t.Fatalf("found %d settings in README.md: table not found", len(out))
+		t.Fatalf("found %d settings in docs/settings.md: table not found", len(out))
 	}
 	return out
 }
@@ -396,10 +396,10 @@ func checkDrain(t *testing.T, name string, pod corev1.PodTemplateSpec, c corev1.
 	}
 }
 
-// settingDefaults are README.md's settings table's defaults: name → value
+// settingDefaults are docs/settings.md's table's defaults: name → value
 // (without its backquotes).
 func settingDefaults(t *testing.T) map[string]string {
-	b, err := os.ReadFile(filepath.Join(repo, "README.md"))
+	b, err := os.ReadFile(filepath.Join(repo, "docs", "settings.md"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -242,7 +242,7 @@ func goMemLimit(v string) (int64, error) {
 	return n, nil
 }
 
-// setting is a duration setting from the ConfigMap, or README.md's default.
+// setting is a duration setting from the ConfigMap, or docs/settings.md's default.
 func setting(t *testing.T, cm map[string]string, key string) time.Duration {
 	t.Helper()
 	v, ok := cm[key]

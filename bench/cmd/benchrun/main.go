@@ -1,7 +1,8 @@
 // Command benchrun is `make bench`: on a running Redis Cluster it starts one
 // mayfly edge, one mayfly ingest and the reference servers, runs every
 // benchmark scenario of bench/README.md a bounded number of times, stops
-// everything and writes the results (medians, p50/p99, targets) as Markdown.
+// everything and writes the results (medians, p50/p99, targets) as Markdown,
+// one section of -out per scenario (bench/internal/results).
 //
 //	benchrun -redis 127.0.0.1:7001,… -mayfly bin/mayfly -tools bench/bin -out bench/RESULTS.md
 //
@@ -20,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mayfly/mayfly/bench/internal/results"
 	"github.com/redis/rueidis"
 )
 
@@ -165,13 +167,15 @@ func (b *bench) run(ctx context.Context, out string) (err error) {
 		}
 	}
 	b.stopAll()
-	report := b.markdown(time.Since(started))
-	fmt.Print(report)
+	sections := b.sections(time.Since(started))
+	for _, s := range sections {
+		fmt.Printf("%s\n", s.Body)
+	}
 	if out != "" && serr == nil && b.only == nil {
-		if err := os.WriteFile(out, []byte(report), 0o644); err != nil {
+		if err := results.ReplaceFile(out, sections...); err != nil {
 			return err
 		}
-		progress("wrote %s", out)
+		progress("replaced %d sections of %s", len(sections), out)
 	}
 	if serr != nil {
 		return serr

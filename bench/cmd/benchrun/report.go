@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mayfly/mayfly/bench/internal/results"
 )
 
 // figure is one measured quantity: a value per run, reported as the median.
@@ -183,10 +185,14 @@ var scenarioTitles = map[string]string{
 	"M":   "Memory model: Redis MEMORY USAGE over a sample",
 }
 
-func (b *bench) markdown(elapsed time.Duration) string {
+// sections is the run's report, one section of RESULTS.md per scenario
+// (results.ReplaceFile replaces each) after "bench": the machine, the
+// targets and the run's notes.
+func (b *bench) sections(elapsed time.Duration) []results.Section {
+	var out []results.Section
 	var s strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&s, format, args...) }
-	w("# Mayfly benchmark results\n\n")
+	w("## The last `make bench` run\n\n")
 	w("Written by `make bench` (bench/cmd/benchrun, scale `%s`) on %s in %s. ", b.sc.name,
 		time.Now().UTC().Format("2006-01-02 15:04 MST"), elapsed.Round(time.Second))
 	w("Every figure is the median of %d runs (each run's value is listed); latencies are p50/p99 in ms as the load tool measured them. ", b.sc.runs)
@@ -196,7 +202,7 @@ func (b *bench) markdown(elapsed time.Duration) string {
 	}
 	w(". ")
 	w("What each scenario does, and what the figures mean, is in [README.md](README.md).\n\n")
-	w("## Machine\n\n| | |\n|---|---|\n")
+	w("### Machine\n\n| | |\n|---|---|\n")
 	w("| CPU | %d × %s |\n| Memory | %s |\n| OS | %s, kernel %s |\n", b.info.cpus, b.info.cpuModel, b.info.memory, b.info.os, b.info.kernel)
 	shapes := "3 masters, no replicas"
 	if len(b.redisR) > 0 {
@@ -208,7 +214,7 @@ func (b *bench) markdown(elapsed time.Duration) string {
 	}
 	w("\n")
 
-	w("## Targets\n\n| | figure | result | target | met |\n|---|---|---:|---|---|\n")
+	w("### Targets\n\n| | figure | result | target | met |\n|---|---|---:|---|---|\n")
 	for _, f := range b.figures {
 		if f.met == nil || len(f.runs) == 0 {
 			continue
@@ -219,6 +225,13 @@ func (b *bench) markdown(elapsed time.Duration) string {
 		}
 		w("| %s | %s | %s %s | %s | %s |\n", f.scenario, f.name, num(f.judged()), f.unit, f.target, mark)
 	}
+	if len(b.notes) > 0 {
+		w("\n### Notes from this run\n\n")
+		for _, n := range b.notes {
+			w("- %s\n", n)
+		}
+	}
+	out = append(out, results.Section{Name: "bench", Body: s.String()})
 	for _, sc := range []string{"R", "A", "B", "AR", "RA", "RAR", "C", "D", "DR", "E", "F", "F50", "G", "M"} {
 		var fs []*figure
 		for _, f := range b.figures {
@@ -229,7 +242,12 @@ func (b *bench) markdown(elapsed time.Duration) string {
 		if len(fs) == 0 {
 			continue
 		}
-		w("\n## %s\n\n| figure | median | runs | unit |\n|---|---:|---|---|\n", scenarioTitles[sc])
+		s.Reset()
+		title := scenarioTitles[sc]
+		if title == "" {
+			title = sc
+		}
+		w("## %s\n\n| figure | median | runs | unit |\n|---|---:|---|---|\n", title)
 		for _, f := range fs {
 			runs := make([]string, len(f.runs))
 			for i, r := range f.runs {
@@ -242,12 +260,7 @@ func (b *bench) markdown(elapsed time.Duration) string {
 				w("%s", t.markdown())
 			}
 		}
+		out = append(out, results.Section{Name: sc, Body: s.String()})
 	}
-	if len(b.notes) > 0 {
-		w("\n## Notes from this run\n\n")
-		for _, n := range b.notes {
-			w("- %s\n", n)
-		}
-	}
-	return s.String()
+	return out
 }

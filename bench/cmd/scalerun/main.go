@@ -4,7 +4,7 @@
 // fills the stack to N live inboxes through the API (one 2 KiB message
 // each), measuring memory, A's and D's shapes and creation throughput at
 // 1,000 / 100,000 / N, and finally watches the population expire. It
-// appends its tables to -out (bench/RESULTS.md) and prints them.
+// replaces its section of -out (bench/RESULTS.md) and prints its tables.
 package main
 
 import (
@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/mayfly/mayfly/bench/internal/load"
+	"github.com/mayfly/mayfly/bench/internal/results"
 	"github.com/mayfly/mayfly/storage"
 	"github.com/redis/rueidis"
 )
@@ -79,7 +80,7 @@ func main() {
 		profiles   = flag.String("profiles", "", "Redis profiles the memory model compares, ';'-separated name=param:value,…; the last one should be the deploy's (empty params: the cluster as configured)")
 		workers    = flag.Int("workers", 64, "concurrent API clients of the fill")
 		fillRate   = flag.Float64("fill-rate", 0, "first guess of inboxes per second, for the lifetimes (0: 0.6 × the memory model's)")
-		outFile    = flag.String("out", "", "file to append the results to (markdown)")
+		outFile    = flag.String("out", "", "results file (markdown) whose section of this run (scale, or scale-memory with -memory-only) is replaced")
 		label      = flag.String("label", "", "what this run measured (commit, machine), for the results' heading")
 		spread     = flag.Duration("spread", 2*time.Minute, "how far apart the fill's expiries are spread (they start a minute after the fill's expected end)")
 		expireAt   = flag.Duration("expire-at", 0, "when the fill's inboxes expire, from the fill's start (at most 55m); 0: a minute after the fill's expected end, from its measured rate")
@@ -101,7 +102,15 @@ func main() {
 	}
 	r.prim, err = primaries(ctx, rdb)
 	must(err)
-	fmt.Fprintf(&r.out, "\n## Scale: %s live inboxes (`make bench-scale`, %s)\n\n", thousands(float64(*n)), time.Now().UTC().Format("2006-01-02 15:04 UTC"))
+	// One section of the results file per kind of run, replaced by the next
+	// run of that kind: the full run, and the memory model alone.
+	section, now := "scale", time.Now().UTC().Format("2006-01-02 15:04 UTC")
+	if *skipFill {
+		section = "scale-memory"
+		fmt.Fprintf(&r.out, "## Memory model, %s inboxes a step (`SCALE_MEMORY_ONLY=1 make bench-scale`, %s)\n\n", thousands(float64(*memSample)), now)
+	} else {
+		fmt.Fprintf(&r.out, "## Scale: %s live inboxes (`make bench-scale`, %s)\n\n", thousands(float64(*n)), now)
+	}
 	if *label != "" {
 		fmt.Fprintf(&r.out, "%s\n\n", *label)
 	}
@@ -124,12 +133,10 @@ func main() {
 		f.run()
 	}
 	fmt.Print(r.out.String())
-	if *outFile != "" {
-		fh, err := os.OpenFile(*outFile, os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o644)
-		must(err)
-		_, err = fh.WriteString(r.out.String())
-		must(err)
-		must(fh.Close())
+	// A failed run's tables are printed (and kept in the log dir by
+	// scale.sh), never written over the last good run's.
+	if *outFile != "" && r.failures == 0 {
+		must(results.ReplaceFile(*outFile, results.Section{Name: section, Body: r.out.String()}))
 	}
 	if r.failures > 0 {
 		log.Fatalf("%d failed steps (see the log above)", r.failures)

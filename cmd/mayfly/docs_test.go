@@ -6,26 +6,28 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 )
 
-// readReadme returns the repository's README.md.
-func readReadme(t *testing.T) string {
+// readDoc returns a page of the repository's documentation, by its path
+// from the repository's root (docs/settings.md).
+func readDoc(t *testing.T, path string) string {
 	t.Helper()
-	readme, err := os.ReadFile("../../README.md")
+	b, err := os.ReadFile(filepath.Join("../..", path))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return string(readme)
+	return string(b)
 }
 
-// TestREADMEListsEverySetting keeps the README's settings table and the one
-// settings table of the code in step, as `mayfly settings` prints it: every
-// variable with its default.
-func TestREADMEListsEverySetting(t *testing.T) {
-	readme := readReadme(t)
+// TestSettingsDocListsEverySetting keeps docs/settings.md's table and the
+// one settings table of the code in step, as `mayfly settings` prints it:
+// every variable with its default.
+func TestSettingsDocListsEverySetting(t *testing.T) {
+	readme := readDoc(t, "docs/settings.md")
 	rows := map[string]string{}
 	for _, line := range strings.Split(readme, "\n") {
 		cells := strings.Split(line, "|")
@@ -45,7 +47,7 @@ func TestREADMEListsEverySetting(t *testing.T) {
 	for env, cells := range printed {
 		def, ok := rows[env]
 		if !ok {
-			t.Errorf("README settings table lacks %s", env)
+			t.Errorf("docs/settings.md: the table lacks %s", env)
 			continue
 		}
 		want := "`" + cells[1] + "`"
@@ -53,26 +55,26 @@ func TestREADMEListsEverySetting(t *testing.T) {
 			want = "(empty)"
 		}
 		if def != want {
-			t.Errorf("README default of %s = %s, want %s", env, def, want)
+			t.Errorf("docs/settings.md: the default of %s = %s, want %s", env, def, want)
 		}
 		delete(rows, env)
 	}
 	for env := range rows {
-		t.Errorf("README lists %s, which the code does not read", env)
+		t.Errorf("docs/settings.md lists %s, which the code does not read", env)
 	}
 }
 
-// TestREADMEGoTestRuns runs the README's minimal Go test (the block that
+// TestTestingDocGoTestRuns runs docs/testing.md's minimal Go test (the block that
 // starts "package signup_test") as written, in a module of its own that
 // takes the client from this repository, against a real stack; signUp, the
 // application it leaves to the reader, mails a code over SMTP.
-func TestREADMEGoTestRuns(t *testing.T) {
+func TestTestingDocGoTestRuns(t *testing.T) {
 	t.Parallel()
-	readme := readReadme(t)
+	readme := readDoc(t, "docs/testing.md")
 	_, block, ok := strings.Cut(readme, "```go\npackage signup_test\n")
 	block, _, ok2 := strings.Cut(block, "```")
 	if !ok || !ok2 {
-		t.Fatal("the README has no Go block starting with package signup_test")
+		t.Fatal("docs/testing.md has no Go block starting with package signup_test")
 	}
 	clientDir, err := filepath.Abs("../../clients/go")
 	if err != nil {
@@ -112,6 +114,19 @@ func signUp(t *testing.T, addr string) {
 	cmd.Env = append(os.Environ(), "MAYFLY_URL="+api, "SMTP_ADDR="+smtpAddr, "GOFLAGS=-mod=mod", "GOWORK=off")
 	out, err := cmd.CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "--- PASS: TestSignup") {
-		t.Fatalf("the README's Go test: %v\n%s", err, out)
+		t.Fatalf("docs/testing.md's Go test: %v\n%s", err, out)
+	}
+}
+
+// TestUsageNamesDocs: every page `mayfly --help` points at exists.
+func TestUsageNamesDocs(t *testing.T) {
+	pages := regexp.MustCompile(`docs/[a-z]+\.md`).FindAllString(usage, -1)
+	if len(pages) < 5 {
+		t.Fatalf("usage names %d pages of docs/: %q", len(pages), pages)
+	}
+	for _, page := range pages {
+		if _, err := os.Stat(filepath.Join("../..", page)); err != nil {
+			t.Errorf("usage names %s: %v", page, err)
+		}
 	}
 }

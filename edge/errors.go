@@ -93,7 +93,7 @@ func decisionError(d ratelimit.Decision) *apiError {
 		e.retryAfter = int((d.RetryAfter + 999_999_999) / 1_000_000_000) // round up to whole seconds
 		if d.Window != "" {
 			// Which window is full: a client can tell its user to wait a
-			// minute or to share one inbox for the day (README, API).
+			// minute or to share one inbox for the day (docs/api.md).
 			e.details = map[string]any{"window": d.Window}
 		}
 		return &e

@@ -22,7 +22,7 @@ import (
 // (TestEveryMayflyNameIsKnown finds those the repository uses).
 var notNodeSettings = []string{
 	// make test (deploy/test.sh) and the storagetest helpers
-	"MAYFLY_TEST_*", "MAYFLY_FUZZTIME", "MAYFLY_SKIP_FUZZ",
+	"MAYFLY_TEST_*", "MAYFLY_FUZZTIME", "MAYFLY_SKIP_FUZZ", "MAYFLY_SKIP_SUITES",
 	// deploy/cluster.sh, deploy/lib.sh
 	"MAYFLY_CLUSTER_*", "MAYFLY_PORT_*",
 	// make run (deploy/run.sh)

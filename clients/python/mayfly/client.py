@@ -17,13 +17,14 @@ import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from email.utils import parsedate_to_datetime
 from typing import Any, Callable, Dict, Generator, Iterator, List, Optional, Pattern, Set, Tuple, Union
 
+from . import _recipient, _retry
 from ._ctx import Cancel, Ctx, Reach
 from .errors import (
     CREATION_LIMIT_CODES,
     CancelledError,
+    explain_creation_limit,
     CreationLimitError,
     InboxGoneError,
     MayflyError,
@@ -73,9 +74,9 @@ _MAX_BODY = 64 << 20
 _MAX_LINE = 1 << 20
 
 # What a call may retry (SCENARIOS.md, "Retries").
-_CREATE = "create"  # POST /mailboxes: refusals only
-_WRITE = "write"  # select, PATCH, DELETE: refusals only
-_READ = "read"  # GET: also 500/503 and a failure after sending
+_CREATE = _retry.CREATE
+_WRITE = _retry.WRITE
+_READ = _retry.READ
 
 Since = Union[str, datetime, MessageSummary]
 Regex = Union[str, Pattern[str], None]
@@ -116,25 +117,13 @@ class _Response:
 
 
 def _retry_after(value: Optional[str]) -> Optional[float]:
-    if not value:
-        return None
-    value = value.strip()
-    if value.isdigit():
-        return float(int(value))
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
+    return _retry.parse_retry_after(value)
 
 
-def _backoff(attempt: int, base: float = 0.2, cap: float = 5.0) -> float:
+def _backoff(attempt: int) -> float:
     """Full jitter over an exponentially growing ceiling: the wait before
     retry number ``attempt`` (1, 2, ...)."""
-    ceiling = min(cap, base * (2 ** min(attempt - 1, 30)))
-    return random.uniform(0, ceiling)
+    return _retry.backoff(attempt)
 
 
 def _compile(rx: Regex) -> Optional[Pattern[str]]:
@@ -217,6 +206,10 @@ class Client:
 
     def __repr__(self) -> str:
         return f"Client({self.base_url!r})"
+
+    @property
+    def _policy(self) -> _retry.Policy:
+        return _retry.Policy(max_attempts=self.max_attempts, max_retry_after=self.max_retry_after)
 
     # Inboxes.
 
@@ -384,8 +377,7 @@ class Client:
         while True:
             attempt += 1
             ctx.check_cancel()
-            retry = False
-            wait = 0.0
+            wait: Optional[float] = None
             err: MayflyError
             try:
                 conn, resp = self._send(jar, method, path, body, ctx, "application/json", self.timeout)
@@ -403,12 +395,16 @@ class Client:
                 err.__cause__ = e.__cause__
                 # Nothing was sent: any call may try again, but a
                 # certificate that does not verify will not start to.
-                retry, wait = not isinstance(e.__cause__, ssl.SSLCertVerificationError), _backoff(attempt)
+                if not isinstance(e.__cause__, ssl.SSLCertVerificationError):
+                    wait = _retry.decide(kind, attempt, transport=_retry.REFUSED, remaining=ctx.remaining(),
+                                         policy=self._policy)
             except _Sent as e:
                 ctx.check_cancel()
                 err = TransportError(str(e.__cause__ or "no answer"), method=method, url=self._url(path))
                 err.__cause__ = e.__cause__
-                retry, wait = kind == _READ and not ctx.expired(), _backoff(attempt)
+                if not ctx.expired():
+                    wait = _retry.decide(kind, attempt, transport=_retry.RESET, remaining=ctx.remaining(),
+                                         policy=self._policy)
             else:
                 if 200 <= resp.status < 300:
                     if resp.status == 204 or not raw:
@@ -420,39 +416,19 @@ class Client:
                         raise ProtocolError(f"answer {resp.status} without a data envelope", status=resp.status,
                                             method=method, url=self._url(path)) from e
                 err = _api_error(resp, raw, method, self._url(path))
-                ra = err.retry_after
                 if err.code in CREATION_LIMIT_CODES:
-                    raise err._copy_into(CreationLimitError)
+                    raise err._copy_into(CreationLimitError, explain_creation_limit(err))
                 if err.code == "MESSAGE_NOT_FOUND":
                     raise err._copy_into(MessageNotFoundError)
                 if resp.status == 429:
-                    # Any 429 that is not a creation limit is the request
-                    # rate's: Retry-After when given, else 1 s for
-                    # RATE_LIMITED and the backoff for any other code.
                     err = err._copy_into(RateLimitedError)
-                    retry = ra is None or ra <= self.max_retry_after
-                    if ra is not None:
-                        wait = ra + random.uniform(0, 0.25)
-                    elif err.code == "RATE_LIMITED":
-                        wait = 1.0 + random.uniform(0, 0.25)
-                    else:
-                        wait = _backoff(attempt)
-                elif resp.status == 503 and err.code == "REQUEST_PROTECTION":
-                    retry = ra is None or ra <= self.max_retry_after
-                    wait = (1.0 if ra is None else ra) + random.uniform(0, 0.25)
-                elif resp.status in (500, 502, 503, 504) and kind == _READ:
-                    retry = ra is None or ra <= self.max_retry_after
-                    wait = _backoff(attempt)
-                    if ra is not None and wait < ra:
-                        wait = ra
-            if not retry or attempt >= self.max_attempts:
+                wait = _retry.decide(kind, attempt, status=err.status, code=err.code, retry_after=err.retry_after,
+                                     remaining=ctx.remaining(), policy=self._policy)
+            if wait is None:
                 raise err
             info = RetryInfo(method, _route(path), attempt, wait, err.status, err.code, str(err))
             log.debug("mayfly: retrying %s %s after %s (attempt %d, wait %.2fs)", method, info.path,
                       err.code or err.status or "a connection failure", attempt, wait)
-            rem = ctx.remaining()
-            if rem is not None and wait >= rem:
-                raise err
             if self.on_retry is not None:
                 self.on_retry(info)
             ctx.sleep(wait)
@@ -553,6 +529,18 @@ class Inbox:
     @property
     def id(self) -> str:
         return self.mailbox.id
+
+    def address_for(self, tag: str) -> str:
+        """``local+tag@domain`` of this inbox's ``local@domain``: mail to it
+        lands in this inbox with it as ``to``. No request; ValueError for a
+        tag outside 1 to 64 of ``A-Z a-z 0-9 . _ -`` (or ``local+tag`` over
+        64 characters)."""
+        return _recipient.address_for(self.address, tag)
+
+    def recipient(self, tag: str) -> "_recipient.Recipient":
+        """A :class:`Recipient`: the tagged address :meth:`address_for`
+        gives, with this inbox's waits scoped to it. No request."""
+        return _recipient.Recipient(self, tag)
 
     @property
     def gone(self) -> bool:
@@ -713,7 +701,7 @@ class Inbox:
             raise ProtocolError("answer without data.items")
         p = data.get("pagination") or {}
         return Page(
-            items=[MessageSummary.from_json(i) for i in data["items"]],
+            items=[MessageSummary.from_json(i, self.address) for i in data["items"]],
             limit=int(p.get("limit", limit)),
             offset=int(p.get("offset", offset)),
             has_more=bool(p.get("has_more", False)),
@@ -757,7 +745,7 @@ class Inbox:
 
     def _message(self, id: str, ctx: Ctx) -> Message:
         data = self._do("GET", f"/messages/{urllib.parse.quote(str(id))}", None, _READ, ctx)
-        return Message.from_json(_field(data, "message"))
+        return Message.from_json(_field(data, "message"), self.address)
 
     def delete_message(self, id: str, *, timeout: Optional[float] = None, cancel: Cancel = None) -> None:
         """Deletes one message."""
@@ -885,7 +873,7 @@ class Inbox:
                         if ev is None or ev.event != EVENT_MESSAGE_RECEIVED:
                             continue
                         try:
-                            m = MessageSummary.from_json(json.loads(ev.data))
+                            m = MessageSummary.from_json(json.loads(ev.data), self.address)
                         except (ValueError, KeyError, TypeError, AttributeError):
                             yield from catch_up()  # the payload is not the API's to define: list
                             continue
@@ -975,7 +963,7 @@ class Inbox:
         return WaitTimeoutError(f"{head}: {why}", method=what, url=self._client.base_url)
 
     def events(
-        self, *, timeout: Optional[float] = None, cancel: Cancel = None
+        self, *, to: Optional[str] = None, timeout: Optional[float] = None, cancel: Cancel = None
     ) -> Iterator[Event]:
         """The inbox's new messages as they arrive, from GET /events, across
         reconnects (each followed by a list that yields what the stream
@@ -988,11 +976,15 @@ class Inbox:
         inbox is deleted or expires, :class:`CancelledError` on ``cancel``,
         and :class:`StreamBusyError` when another stream of this inbox runs.
         Closing the generator (or leaving the ``for`` loop) closes the
-        stream."""
+        stream. With ``to`` (an address, any case), only the messages sent
+        to it."""
+        want = None if to is None else to.strip().lower()
         with self._one_stream("events"):
             ctx, timeout = self._wait_ctx(timeout, cancel)
             with ctx:
                 for m, missed in self._follow(ctx, existing=False, fallback=False):
+                    if want is not None and m.to != want:
+                        continue
                     yield Event(type=EVENT_MESSAGE_RECEIVED, message=m, missed=missed)
                 ctx.check_cancel()
                 raise self._timeout_error("events", timeout, ctx, None)
@@ -1004,6 +996,7 @@ class Inbox:
         from_: Regex = None,
         text: Regex = None,
         match: Optional[Callable[[Message], bool]] = None,
+        to: Optional[str] = None,
         since: Since = "unseen",
         timeout: Optional[float] = None,
         cancel: Cancel = None,
@@ -1028,9 +1021,9 @@ class Inbox:
         - an aware :class:`~datetime.datetime`: ``received_at`` strictly
           after it (a naive one is taken as UTC).
 
-        There is no match on the recipient: messages carry none, and every
-        message of an inbox was sent to its one address (use one inbox per
-        address under test).
+        ``to`` is an address (compared without regard to case): only a
+        message sent to it (its ``to``, the envelope recipient) matches, as
+        :meth:`recipient` scopes a wait to a tagged address.
 
         Among several, the oldest is returned. The wait follows the event
         stream (polling the list every 5 s when the stream fails twice in a
@@ -1043,7 +1036,7 @@ class Inbox:
         every attempt has failed at the transport level for the client's
         ``unreachable_after`` (10 s), it raises :class:`UnreachableError`
         at once. Setting ``cancel`` ends it with :class:`CancelledError`."""
-        return self._waiting("wait_for_message", 1, subject, from_, text, match, since, timeout, cancel)[0]
+        return self._waiting("wait_for_message", 1, subject, from_, text, match, to, since, timeout, cancel)[0]
 
     def wait_for_messages(
         self,
@@ -1053,6 +1046,7 @@ class Inbox:
         from_: Regex = None,
         text: Regex = None,
         match: Optional[Callable[[Message], bool]] = None,
+        to: Optional[str] = None,
         since: Since = "unseen",
         timeout: Optional[float] = None,
         cancel: Cancel = None,
@@ -1064,7 +1058,7 @@ class Inbox:
         seen)."""
         if count < 1:
             raise ValueError("mayfly: wait_for_messages wants a count of 1 or more")
-        return self._waiting("wait_for_messages", count, subject, from_, text, match, since, timeout, cancel)
+        return self._waiting("wait_for_messages", count, subject, from_, text, match, to, since, timeout, cancel)
 
     def expect_no_message(
         self,
@@ -1074,6 +1068,7 @@ class Inbox:
         from_: Regex = None,
         text: Regex = None,
         match: Optional[Callable[[Message], bool]] = None,
+        to: Optional[str] = None,
         since: Since = "unseen",
         cancel: Cancel = None,
     ) -> None:
@@ -1083,7 +1078,7 @@ class Inbox:
         it (``received``) as soon as it arrives. At the end of the window
         it lists the inbox once more, so a window the server could not be
         reached in is an error (the transport's), never a success."""
-        m = _Matcher(subject, from_, text, match, 1)
+        m = _Matcher(subject, from_, text, match, 1, to)
         with self._one_stream("expect_no_message"):
             ctx, _ = self._wait_ctx(within, cancel)
             with ctx:
@@ -1121,11 +1116,12 @@ class Inbox:
         from_: Regex,
         text: Regex,
         match: Optional[Callable[[Message], bool]],
+        to: Optional[str],
         since: Since,
         timeout: Optional[float],
         cancel: Cancel,
     ) -> List[Message]:
-        m = _Matcher(subject, from_, text, match, count)
+        m = _Matcher(subject, from_, text, match, count, to)
         with self._one_stream(what):
             ctx, timeout = self._wait_ctx(timeout, cancel)
             with ctx:
@@ -1220,8 +1216,9 @@ class _Matcher:
     and the new ones that matched none (for the wait-timeout error)."""
 
     def __init__(self, subject: Regex, from_: Regex, text: Regex,
-                 match: Optional[Callable[[Message], bool]], want: int) -> None:
+                 match: Optional[Callable[[Message], bool]], want: int, to: Optional[str] = None) -> None:
         self.subject, self.from_, self.text = _compile(subject), _compile(from_), _compile(text)
+        self.to = None if to is None else to.strip().lower()
         self.match = match
         self.want = want
         self.found: List[Message] = []
@@ -1229,6 +1226,8 @@ class _Matcher:
         self.first_other = ""
 
     def summary_ok(self, s: MessageSummary) -> bool:
+        if self.to is not None and s.to != self.to:
+            return False
         if self.subject is not None and not self.subject.search(s.subject):
             return False
         return self.from_ is None or bool(self.from_.search(s.from_))

@@ -185,6 +185,27 @@ def test_creation_limit_surfaces_at_once(srv, code):
     assert e.value.code == code
     assert e.value.retry_after == (42.0 if code == "CREATION_RATE_LIMITED" else None)
     assert srv.count("POST /v1/mailboxes") == 1
+    # It explains itself: the window (from Retry-After), the wait, the way out.
+    text = str(e.value)
+    assert "shared inbox and tagged addresses" in text, text
+    if code == "CREATION_RATE_LIMITED":
+        assert "this IP's minute of creations is spent; retry in 42 s" in text, text
+    elif code == "ACTIVE_INBOX_LIMIT":
+        assert "active-inbox cap" in text and "retry in" not in text, text
+    else:
+        assert "global creation cap" in text, text
+
+
+@pytest.mark.parametrize("retry_after, details, window", [
+    ("3540", {}, "hour"), ("50000", {}, "day"), ("30", {"window": "day"}, "day"), ("", {}, "creation window"),
+])
+def test_creation_limit_names_its_window(srv, retry_after, details, window):
+    status, body, headers = err(429, "CREATION_RATE_LIMITED", retry_after)
+    body["error"]["details"] = details
+    srv.script["POST /v1/mailboxes"] = [(status, body, headers)]
+    with pytest.raises(mayfly.CreationLimitError) as e:
+        mayfly.Client(srv.base).create_inbox()
+    assert window in str(e.value) and (f"retry in {retry_after} s" in str(e.value)) == bool(retry_after)
 
 
 def test_creation_retried_when_refused_before_anything(srv):
@@ -489,17 +510,18 @@ def test_match_predicate_gets_the_full_message(srv):
 def test_429_without_code_retried(srv, answer):
     # scenario: 429-without-code-retried
     # Any 429 that is not a creation limit is retried like RATE_LIMITED:
-    # without Retry-After, after the backoff (200 ms base, full jitter), on
-    # every call (a POST creation included).
+    # without Retry-After, after 1 s (plus up to 250 ms of jitter: the
+    # request-rate window, settled in retry.json), on every call (a POST
+    # creation included).
     retries = []
-    srv.script["POST /v1/mailboxes"] = [answer, answer, CREATED]
+    srv.script["POST /v1/mailboxes"] = [answer, CREATED]
     srv.script[f"POST /v1/mailboxes/{MBOX}/select"] = [answer, SELECTED]
     inbox = mayfly.Client(srv.base, on_retry=retries.append).create_inbox()
     srv.script["GET /v1/messages"] = [answer, OK_LIST]
     assert inbox.list().items == []
-    assert srv.count("POST /v1/mailboxes") == 3 and srv.count("GET /v1/messages") == 2
-    assert [r.status for r in retries] == [429] * 4
-    assert all(r.wait <= 0.2 * 2 ** (r.attempt - 1) for r in retries), retries  # the backoff, not 1 s
+    assert srv.count("POST /v1/mailboxes") == 2 and srv.count("GET /v1/messages") == 2
+    assert [r.status for r in retries] == [429] * 3
+    assert all(1.0 <= r.wait <= 1.25 for r in retries), retries  # 1 s, not the backoff
     # With Retry-After, that is waited.
     h = dict(answer[2], **{"Retry-After": "1"})
     srv.script["GET /v1/messages"] = [(429, answer[1], h), OK_LIST]
@@ -507,9 +529,10 @@ def test_429_without_code_retried(srv, answer):
     assert inbox.list().items == []
     assert 1.0 <= time.monotonic() - t0 < 2.0
     # After the attempts: a RateLimitedError naming the call.
+    # (or, sooner, the call's deadline).
     srv.script["GET /v1/messages"] = [answer]
     with pytest.raises(mayfly.RateLimitedError) as e:
-        inbox.list()
+        inbox.list(timeout=2.5)
     assert e.value.status == 429 and f"GET {srv.base}/messages?limit=20&offset=0" in str(e.value)
 
 

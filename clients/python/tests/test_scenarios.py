@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
@@ -802,3 +802,156 @@ def test_wait_unreachable(make_stack):
     with pytest.raises(mayfly.UnreachableError):
         inbox2.wait_for_message(timeout=30)
     assert time.monotonic() - t0 < 8.0
+
+
+# Issue 37: tagged addresses, recipients and the shared inbox.
+
+
+def test_recipient_scoped_wait(stack, inbox):
+    # scenario: recipient-scoped-wait
+    a, b = inbox.recipient("a"), inbox.recipient("b")
+    assert inbox.address_for("a") == a.address and a.tag == "a" and a.inbox is inbox
+    local, _, domain = inbox.address.partition("@")
+    assert a.address == f"{local}+a@{domain}"
+    stack.send(b.address, "Your code", "Your code is 111111")
+    stack.send(inbox.address, "Plain", "to the inbox's own address")
+    stack.send(a.address, "Your code", "Your code is 222222")
+    got = a.wait_for_message(subject="^Your code$", timeout=15)
+    assert mayfly.code(got) == "222222" and got.to == a.address  # never B's, though B's came first
+    # Mail to B does not fail an expectation scoped to A.
+    threading.Timer(0.5, stack.send, (b.address, "Later", "for b")).start()
+    t0 = time.monotonic()
+    a.expect_no_message(2)
+    assert time.monotonic() - t0 >= 2.0
+    # Events scoped to B yield B's mail only.
+    def later():
+        stack.send(a.address, "Event A", "for a")
+        stack.send(b.address, "Event B", "for b")
+    threading.Timer(2.0, later).start()
+    events = b.events(timeout=15)
+    ev = next(events)
+    events.close()
+    assert ev.message.subject == "Event B" and ev.message.to == b.address
+    # The option to= on the inbox (any case) for B: B's first mail.
+    first_b = inbox.wait_for_message(to=b.address.upper(), timeout=15)
+    assert mayfly.code(first_b) == "111111" and first_b.to == b.address
+    plain = inbox.wait_for_message(subject="^Plain$", timeout=15)
+    assert plain.to == inbox.address
+    summaries = {s.subject: s.to for s in inbox.messages()}
+    assert summaries["Plain"] == inbox.address and summaries["Event A"] == a.address
+    # The tag grammar, checked before any request.
+    for bad in ("", "a b", "x" * 65, "é", "a+b", "a@b"):
+        with pytest.raises(ValueError):
+            inbox.address_for(bad)
+    with pytest.raises(ValueError):
+        inbox.recipient("y" * (64 - len(local)))  # local+tag over 64
+    assert inbox.address_for("A.b_c-9")
+
+
+def test_shared_inbox_fixture(stack, pytester, monkeypatch, client):
+    # scenario: shared-inbox-fixture
+    # The default fixture in three tests that each get mail at their
+    # address: one inbox (one creation) serves them, each test its own
+    # tagged address, and the session's end deletes it.
+    monkeypatch.setenv("MAYFLY_URL", stack.base_url)
+    host, port = stack.smtp.rsplit(":", 1)
+    pytester.makeconftest(f"""
+        import smtplib, pytest
+
+        @pytest.fixture
+        def send():
+            def send(to, subject, text):
+                with smtplib.SMTP({host!r}, {port}) as s:
+                    s.sendmail("app@shop.example", [to], f"Subject: {{subject}}\\r\\n\\r\\n{{text}}\\r\\n")
+            return send
+        """)
+    pytester.makepyfile(test_three="""
+        import json, pathlib
+        import pytest
+        import mayfly
+
+        @pytest.mark.parametrize("n", [1, 2, 3])
+        def test_gets_its_mail(mayfly_recipient, mayfly_shared_inbox, send, n):
+            send(mayfly_recipient.address, "Your code", f"Your code is {n}0000{n}")
+            msg = mayfly_recipient.wait_for_message(subject="Your code")
+            assert mayfly.code(msg) == f"{n}0000{n}" and msg.to == mayfly_recipient.address
+            assert mayfly_recipient.tag.startswith(f"test-gets-its-mail-{n}-")
+            with open("seen.jsonl", "a") as f:
+                f.write(json.dumps({"address": mayfly_recipient.address, "inbox": mayfly_recipient.inbox.id,
+                                    "creations": mayfly_shared_inbox.creations}) + "\\n")
+            pathlib.Path("state.json").write_text(json.dumps(mayfly_recipient.inbox.state()))
+        """)
+    pytester.runpytest("-p", "mayfly.pytest_plugin").assert_outcomes(passed=3)
+    import json
+
+    seen = [json.loads(line) for line in (pytester.path / "seen.jsonl").read_text().splitlines()]
+    assert len({s["address"] for s in seen}) == 3
+    assert len({s["inbox"] for s in seen}) == 1 and [s["creations"] for s in seen] == [1, 1, 1]
+    with pytest.raises(mayfly.InboxGoneError):
+        client.restore((pytester.path / "state.json").read_text()).current()  # deleted at the session's end
+
+
+def test_shared_inbox_replaced(client):
+    # scenario: shared-inbox-replaced
+    now = [datetime.now(timezone.utc)]
+    shared = mayfly.SharedInbox(client, clock=lambda: now[0])
+    r1 = shared.recipient("Sign up: Alice!")
+    first = shared.inbox
+    assert r1.inbox is first and shared.creations == 1
+    assert __import__("re").fullmatch(r"sign-up-alice-[a-z0-9]{10}", r1.tag), r1.tag
+    # Its 60-minute cap within 5 minutes: replaced (one creation, the old one deleted).
+    now[0] = first.mailbox.max_expires_at - timedelta(minutes=4)
+    r2 = shared.recipient("two")
+    second = shared.inbox
+    assert second is not first and second.id != first.id and r2.inbox is second
+    assert shared.creations == 2 and first.gone
+    # Its expiry within 5 minutes (the cap far): extended, no creation.
+    exp = second.mailbox.expires_at
+    now[0] = exp - timedelta(minutes=4)
+    r3 = shared.recipient("three")
+    assert shared.inbox is second and r3.inbox is second and shared.creations == 2
+    assert second.mailbox.expires_at > exp
+    assert second.current().expires_at == second.mailbox.expires_at
+    shared.close()
+    assert second.gone
+
+
+def test_creation_limit_explains(make_stack):
+    # scenario: creation-limit-explains
+    s = make_stack(MAYFLY_RATE_CREATE_PER_MINUTE="1")
+    retries = []
+    c = mayfly.Client(s.base_url, on_retry=retries.append)
+    c.create_inbox(lifetime_minutes=1)
+    t0 = time.monotonic()
+    with pytest.raises(mayfly.CreationLimitError) as e:
+        c.create_inbox(lifetime_minutes=1)
+    assert time.monotonic() - t0 < 1.0 and retries == []  # one request, no retry
+    text = str(e.value)
+    assert e.value.code == "CREATION_RATE_LIMITED" and e.value.retry_after is not None
+    assert "this IP's minute of creations is spent" in text, text
+    assert f"retry in {e.value.retry_after:g} s" in text, text
+    assert "a test suite can share one inbox and give each test its own address" in text, text
+
+
+def test_wait_for_capacity_is_a_flag(stack, pytester, monkeypatch):
+    # --mayfly-wait-for-capacity takes no value: the path after it is not
+    # eaten; the environment and the ini option still take 1/true/yes.
+    monkeypatch.delenv("MAYFLY_WAIT_FOR_CAPACITY", raising=False)
+    pytester.makepyfile(test_flag="""
+        import os
+        from mayfly.pytest_plugin import _capacity
+
+        def test_flag(request):
+            assert _capacity(request.config) is (os.environ.get("WANT") == "1")
+        """)
+    monkeypatch.setenv("WANT", "1")
+    pytester.runpytest("-p", "mayfly.pytest_plugin", "--mayfly-wait-for-capacity", "test_flag.py").assert_outcomes(passed=1)
+    monkeypatch.setenv("MAYFLY_WAIT_FOR_CAPACITY", "yes")
+    pytester.runpytest("-p", "mayfly.pytest_plugin", "test_flag.py").assert_outcomes(passed=1)
+    monkeypatch.setenv("WANT", "0")
+    monkeypatch.setenv("MAYFLY_WAIT_FOR_CAPACITY", "no")
+    pytester.runpytest("-p", "mayfly.pytest_plugin", "test_flag.py").assert_outcomes(passed=1)
+    monkeypatch.delenv("MAYFLY_WAIT_FOR_CAPACITY")
+    pytester.makeini("[pytest]\nmayfly_wait_for_capacity = true\n")
+    monkeypatch.setenv("WANT", "1")
+    pytester.runpytest("-p", "mayfly.pytest_plugin", "test_flag.py").assert_outcomes(passed=1)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import http.cookiejar
 import json
+import random
 import re
 import threading
 import time
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 
 import mayfly
+from mayfly import _retry
 from mayfly import client as mc
 from mayfly._ctx import Ctx
 from mayfly.models import parse_time
@@ -115,9 +117,35 @@ def test_backoff_full_jitter_capped():
 
 def test_retry_after():
     assert mc._retry_after("1") == 1.0
+    assert mc._retry_after(" 0 ") == 0.0
     assert mc._retry_after(None) is None
     assert mc._retry_after("soon") is None
-    assert 0 < mc._retry_after(time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(time.time() + 30))) <= 30
+    assert mc._retry_after("1.5") is None
+    # Not a whole number of seconds: as if absent (SCENARIOS.md, Retries).
+    assert mc._retry_after(time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(time.time() + 30))) is None
+
+
+@pytest.mark.parametrize("case", _cases("retry.json"))
+def test_retry_rules(case):
+    """Every case of clients/testdata/retry.json against the pure retry
+    function, with the jitter drawn at both ends of its range."""
+    pol = json.loads((_TESTDATA / "retry.json").read_text(encoding="utf-8"))["policy"]
+    policy = _retry.Policy(base=pol["base_ms"] / 1000, cap=pol["cap_ms"] / 1000, max_attempts=pol["max_attempts"],
+                           max_retry_after=pol["max_retry_after_s"], jitter=pol["jitter_ms"] / 1000)
+    assert policy == _retry.Policy()  # the client's defaults are the table's
+    rem = case.get("remaining_ms")
+    for rand in (lambda a, b: a, lambda a, b: b, random.uniform):
+        wait = _retry.decide(
+            case["kind"], case["attempt"], status=case.get("status", 0), code=case.get("code") or "",
+            retry_after=_retry.parse_retry_after(case.get("retry_after")), transport=case.get("transport", ""),
+            remaining=None if rem is None else rem / 1000, policy=policy, rand=rand,
+        )
+        if case["want"] == "give_up":
+            assert wait is None, case["name"]
+        else:
+            lo, hi = case["wait_ms"]
+            assert wait is not None, case["name"]
+            assert lo <= round(wait * 1000, 6) <= hi, (case["name"], wait)
 
 
 def test_ctx_sleep_and_cancel():

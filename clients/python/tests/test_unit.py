@@ -79,6 +79,18 @@ def _msg(fields):
     return msg(text=fields.get("text_body", ""), html=fields.get("html_body", ""), subject=fields.get("subject", ""))
 
 
+@pytest.mark.parametrize("case", _cases("sse.json"))
+def test_sse_cases(case):
+    """Every case of clients/testdata/sse.json: the chunks as given, then
+    the same text one character at a time (every split)."""
+    for chunks in (case["chunks"], list("".join(case["chunks"]))):
+        p = SSEParser()
+        events = [ev for chunk in chunks for ev in p.push(chunk)]
+        assert [{"event": e.event, "data": e.data, "id": e.id} for e in events] == case["events"], case["name"]
+        assert p.comments == case["comments"], case["name"]
+        assert p.retry == case["retry"], case["name"]
+
+
 @pytest.mark.parametrize("case", _cases("codes.json"))
 def test_helper_code_table(case):
     m = _msg(case["message"])

@@ -1,7 +1,13 @@
 """A signup flow, MAYFLY_SUITE_TESTS times (200 by default), each test on a
 tagged address of its own (the default fixture, mayfly_recipient) of the
 session's one shared inbox: the suite passes twice in a row from one IP
-against the public limits. How to run it: conftest.py."""
+against the public limits (conftest.py says more). Run it from the
+repository's root:
+
+    MAYFLY_URL=http://127.0.0.1:8080/v1 MAYFLY_SUITE_SMTP=127.0.0.1:2525 \
+      PYTHONPATH=clients/python /usr/bin/python3 -m pytest -p mayfly.pytest_plugin \
+      -p no:cacheprovider -q clients/python/suite --junitxml=report.xml
+"""
 
 import os
 

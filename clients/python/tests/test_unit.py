@@ -271,3 +271,28 @@ def test_state_mailbox_times_null_when_none():
     assert got["expires_at"] is None and got["max_expires_at"] is None, got
     st["mailbox"]["expires_at"] = "2026-11-25T09:00:00Z"
     assert mayfly.Client(base).restore(st).state()["mailbox"]["expires_at"] == "2026-11-25T09:00:00Z"
+
+
+def test_address_for_and_the_tag_grammar():
+    from mayfly._recipient import address_for
+
+    assert address_for("abc@mayfly.test", "A.b_c-9") == "abc+A.b_c-9@mayfly.test"
+    assert address_for("a" * 32 + "@d.test", "t" * 31) == "a" * 32 + "+" + "t" * 31 + "@d.test"  # 64
+    for bad in ("", " ", "a b", "a+b", "a@b", "é", "x" * 65, None):
+        with pytest.raises(ValueError):
+            address_for("abc@mayfly.test", bad)
+    with pytest.raises(ValueError):
+        address_for("a" * 32 + "@d.test", "t" * 32)  # local+tag: 65
+
+
+def test_shared_inbox_tags():
+    from mayfly._shared import safe_tag
+
+    tags = {safe_tag("test_signup[17]", 40) for _ in range(50)}
+    assert len(tags) == 50  # never repeated
+    for t in tags:
+        assert re.fullmatch(r"test-signup-17-[a-z0-9]{10}", t), t
+    long = safe_tag("x" * 100, 31)
+    assert len(long) <= 31 and re.fullmatch(r"x{20}-[a-z0-9]{10}", long), long
+    assert re.fullmatch(r"[a-z0-9]{10}", safe_tag("!!!", 40))
+    assert re.fullmatch(r"aa-b-[a-z0-9]{10}", safe_tag("AA  b", 40))

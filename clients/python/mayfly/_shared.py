@@ -13,6 +13,7 @@ from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from ._recipient import MAX_LOCAL, Recipient
+from .errors import InboxGoneError
 
 if TYPE_CHECKING:
     from .client import Client, Inbox
@@ -107,7 +108,10 @@ class SharedInbox:
                 ib.delete()  # first: the old one's place under the active-inbox cap
                 ib = None
             elif mb.expires_at is not None and mb.expires_at - now <= MARGIN:
-                ib.extend(10)  # the service grants what its cap allows
+                try:
+                    ib.extend(10)  # the service grants what its cap allows
+                except InboxGoneError:
+                    ib = None  # it expired in between: a new one
         if ib is None or ib.gone:
             ib = self._client.create_inbox(self._lifetime, wait_for_capacity=self._capacity, timeout=self._timeout)
             self.creations += 1

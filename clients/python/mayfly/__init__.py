@@ -22,6 +22,8 @@ from .client import (
     Inbox,
     RetryInfo,
 )
+from ._recipient import Recipient
+from ._shared import SharedInbox
 from .errors import (
     CancelledError,
     CreationLimitError,
@@ -55,6 +57,8 @@ __version__ = "0.1.0"
 __all__ = [
     "Client",
     "Inbox",
+    "Recipient",
+    "SharedInbox",
     "RetryInfo",
     "MIN_POLL_INTERVAL",
     "DEFAULT_WAIT_TIMEOUT",

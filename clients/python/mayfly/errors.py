@@ -153,3 +153,30 @@ class UnreachableError(TransportError):
 
 class ProtocolError(MayflyError):
     """An answer the client cannot read (not the API's envelope)."""
+
+
+#: The way out a creation-limit error names (clients/SCENARIOS.md).
+WAY_OUT = ("a test suite can share one inbox and give each test its own address "
+           "(a shared inbox and tagged addresses: see the client's README)")
+
+
+def explain_creation_limit(e: MayflyError) -> str:
+    """The message of a creation-limit error: the service's, then the
+    window (the service's ``details.window``, else read from Retry-After:
+    up to 60 s the minute, up to 3600 s the hour, else the day), the wait,
+    and the way out (clients/SCENARIOS.md)."""
+    ra = e.retry_after
+    if e.code == "ACTIVE_INBOX_LIMIT":
+        what = "this IP's active-inbox cap is reached (delete an inbox it owns, or wait for one to expire)"
+    elif e.code == "GLOBAL_CREATION_LIMIT":
+        what = "the service's global creation cap is reached"
+    else:
+        window = e.details.get("window") if isinstance(e.details.get("window"), str) else None
+        if not window and ra is not None:
+            window = "minute" if ra <= 60 else "hour" if ra <= 3600 else "day"
+        what = f"this IP's {window} of creations is spent" if window else "this IP's creation window is spent"
+    text = e.message.rstrip(". ") + "; " if e.message else ""
+    text += what
+    if ra is not None:
+        text += f"; retry in {ra:g} s"
+    return f"{text}; {WAY_OUT}"

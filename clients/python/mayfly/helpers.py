@@ -91,18 +91,25 @@ def links_with_text(message: Message) -> List[Link]:
     """Every http/https link in ``text_body`` and in the hrefs of
     ``html_body``, HTML-unescaped (once), in order of first appearance (text
     body first), each URL once, as :class:`Link` (``url``, ``text``): the
-    text is the anchor's (tags removed, references decoded, white space
-    collapsed) for an href, "" for a link in the text body. Follow "the
-    link labelled Verify" with
-    ``next(l.url for l in links_with_text(m) if l.text == "Verify")``."""
-    seen = set()
+    text of the first ``<a>`` with that href that has one (tags removed,
+    references decoded, white space collapsed), else "" (a bare link in the
+    text body, the href of another tag or of an unclosed ``<a>``). In a
+    text+HTML mail the link of the text part takes its anchor's text, so
+    "the link labelled Verify your email" is
+    ``next(l.url for l in links_with_text(m) if l.text == "Verify your email")``."""
+    where = {}
     out: List[Link] = []
 
     def add(raw: str, text: str) -> None:
         url = _strip(_unescape(raw))
-        if _SCHEME.match(url) and url not in seen:
-            seen.add(url)
+        if not _SCHEME.match(url):
+            return
+        i = where.get(url)
+        if i is None:
+            where[url] = len(out)
             out.append(Link(url, text))
+        elif text and not out[i].text:
+            out[i] = Link(url, text)
 
     for m in _URL.finditer(message.text_body or ""):
         add(_trim_link(m.group(0)), "")

@@ -60,22 +60,28 @@ class Mailbox:
 
 @dataclass(frozen=True)
 class MessageSummary:
-    """One item of the message list."""
+    """One item of the message list. ``to`` is the envelope recipient the
+    message arrived for (lower-cased): a tagged address ``local+tag@domain``,
+    or the inbox's own address (also when the service sends no ``to``)."""
 
     id: str
     from_: str
     subject: str
     received_at: Optional[datetime]
     status: str  # pending, ready or failed
+    to: str = ""
 
     @classmethod
-    def from_json(cls, d: Dict[str, Any]) -> "MessageSummary":
+    def from_json(cls, d: Dict[str, Any], address: str = "") -> "MessageSummary":
+        """``address``: the inbox's, the ``to`` of a message the service
+        sent without one."""
         return cls(
             id=str(d["id"]),
             from_=str(d.get("from", "")),
             subject=str(d.get("subject", "")),
             received_at=parse_time(d.get("received_at")),
             status=str(d.get("status", "")),
+            to=str(d.get("to") or address).lower(),
         )
 
 
@@ -88,14 +94,15 @@ class Message(MessageSummary):
     html_body: str = ""
 
     @classmethod
-    def from_json(cls, d: Dict[str, Any]) -> "Message":
-        s = MessageSummary.from_json(d)
+    def from_json(cls, d: Dict[str, Any], address: str = "") -> "Message":
+        s = MessageSummary.from_json(d, address)
         return cls(
             id=s.id,
             from_=s.from_,
             subject=s.subject,
             received_at=s.received_at,
             status=s.status,
+            to=s.to,
             text_body=str(d.get("text_body", "")),
             html_body=str(d.get("html_body", "")),
         )

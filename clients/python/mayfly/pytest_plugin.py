@@ -1,5 +1,9 @@
-"""The pytest plugin of the Mayfly client: a ``mayfly_inbox`` fixture that
-creates an inbox for a test and deletes it afterwards.
+"""The pytest plugin of the Mayfly client. The default fixture,
+``mayfly_recipient``, is a :class:`mayfly.Recipient`: a tagged address of
+its own per test on one shared inbox per session (per pytest-xdist worker),
+so a suite spends one creation per worker per hour and stays within a
+public service's creation limits (5 a minute, 10 an hour, 20 a day per IP).
+``mayfly_inbox`` creates an inbox per test and deletes it afterwards.
 
 Installed with the package, pytest loads it by itself (the ``pytest11``
 entry point); from a clone, load it with ``-p mayfly.pytest_plugin``.
@@ -18,7 +22,10 @@ command line                  environment                  ini option           
 ``--mayfly-wait-for-capacity`` ``MAYFLY_WAIT_FOR_CAPACITY`` ``mayfly_wait_for_capacity`` off
 ============================  ===========================  ============================  ==========================
 
-A test's own deadline: ``mayfly_inbox.wait_for_message(..., timeout=5)``.
+``--mayfly-wait-for-capacity`` is a flag (it takes no value); the
+environment variable and the ini option take 1/true/yes/on.
+
+A test's own deadline: ``mayfly_recipient.wait_for_message(..., timeout=5)``.
 """
 
 from __future__ import annotations
@@ -28,6 +35,8 @@ from typing import Any, Iterator, Optional
 
 import pytest
 
+from ._recipient import Recipient
+from ._shared import SharedInbox
 from .client import DEFAULT_WAIT_TIMEOUT, Client, Inbox
 
 DEFAULT_URL = "http://127.0.0.1:8080/v1"
@@ -45,8 +54,11 @@ _SETTINGS = {
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("mayfly", "Mayfly temporary inboxes")
     for name, (env, text) in _SETTINGS.items():
+        flag = {"action": "store_true"} if name == "wait_for_capacity" else {}
+        if flag:
+            text = "wait out a creation limit instead of failing the test (a flag; default off)"
         group.addoption(f"--mayfly-{name.replace('_', '-')}", dest=f"mayfly_{name}", default=None,
-                        help=f"{text}; else ${env}, else the ini option mayfly_{name}")
+                        help=f"{text}; else ${env}, else the ini option mayfly_{name}", **flag)
         parser.addini(f"mayfly_{name}", f"{text}; --mayfly-{name.replace('_', '-')} and ${env} win", default="")
 
 
@@ -55,9 +67,15 @@ def _setting(config: pytest.Config, name: str) -> Optional[str]:
     value of a setting; None when none sets it."""
     for value in (config.getoption(f"mayfly_{name}"), os.environ.get(_SETTINGS[name][0]),
                   config.getini(f"mayfly_{name}")):
-        if value not in (None, ""):
+        if value is True:
+            return "true"  # a flag given
+        if value not in (None, "", False):
             return str(value).strip()
     return None
+
+
+def _capacity(config: pytest.Config) -> bool:
+    return (_setting(config, "wait_for_capacity") or "").lower() in ("1", "true", "yes", "on")
 
 
 def _number(config: pytest.Config, name: str) -> Optional[float]:
@@ -90,7 +108,7 @@ def mayfly_inbox(request: pytest.FixtureRequest, mayfly_client: Client) -> Itera
     """A new inbox (created and selected, its own cookie jar), deleted after
     the test (also when the test deleted it: delete() is idempotent)."""
     lifetime = _number(request.config, "lifetime")
-    capacity = (_setting(request.config, "wait_for_capacity") or "").lower() in ("1", "true", "yes", "on")
+    capacity = _capacity(request.config)
     kw: Any = {"wait_for_capacity": capacity}
     if capacity:
         kw["timeout"] = mayfly_client.wait_timeout
@@ -99,3 +117,30 @@ def mayfly_inbox(request: pytest.FixtureRequest, mayfly_client: Client) -> Itera
         yield inbox
     finally:
         inbox.delete()
+
+
+@pytest.fixture(scope="session")
+def mayfly_shared_inbox(request: pytest.FixtureRequest, mayfly_client: Client) -> Iterator[SharedInbox]:
+    """The session's (the pytest-xdist worker's) :class:`mayfly.SharedInbox`:
+    created at the first ``mayfly_recipient``, extended or replaced as it
+    nears its expiry or its 60-minute cap, deleted at the session's end."""
+    lifetime = _number(request.config, "lifetime")
+    capacity = _capacity(request.config)
+    shared = SharedInbox(mayfly_client, lifetime_minutes=None if lifetime is None else int(lifetime),
+                         wait_for_capacity=capacity, timeout=mayfly_client.wait_timeout if capacity else None)
+    try:
+        yield shared
+    finally:
+        shared.close()
+
+
+@pytest.fixture
+def mayfly_recipient(request: pytest.FixtureRequest, mayfly_client: Client,
+                     mayfly_shared_inbox: SharedInbox) -> Recipient:
+    """The default fixture: a :class:`mayfly.Recipient`, a tagged address of
+    the session's shared inbox made from the test's name (plus 10 random
+    characters), whose waits are scoped to it and bounded by mayfly_timeout.
+    Needs no cleanup."""
+    r = mayfly_shared_inbox.recipient(request.node.name)
+    r.timeout = mayfly_client.wait_timeout
+    return r

@@ -185,6 +185,27 @@ def test_creation_limit_surfaces_at_once(srv, code):
     assert e.value.code == code
     assert e.value.retry_after == (42.0 if code == "CREATION_RATE_LIMITED" else None)
     assert srv.count("POST /v1/mailboxes") == 1
+    # It explains itself: the window (from Retry-After), the wait, the way out.
+    text = str(e.value)
+    assert "shared inbox and tagged addresses" in text, text
+    if code == "CREATION_RATE_LIMITED":
+        assert "this IP's minute of creations is spent; retry in 42 s" in text, text
+    elif code == "ACTIVE_INBOX_LIMIT":
+        assert "active-inbox cap" in text and "retry in" not in text, text
+    else:
+        assert "global creation cap" in text, text
+
+
+@pytest.mark.parametrize("retry_after, details, window", [
+    ("3540", {}, "hour"), ("50000", {}, "day"), ("30", {"window": "day"}, "day"), ("", {}, "creation window"),
+])
+def test_creation_limit_names_its_window(srv, retry_after, details, window):
+    status, body, headers = err(429, "CREATION_RATE_LIMITED", retry_after)
+    body["error"]["details"] = details
+    srv.script["POST /v1/mailboxes"] = [(status, body, headers)]
+    with pytest.raises(mayfly.CreationLimitError) as e:
+        mayfly.Client(srv.base).create_inbox()
+    assert window in str(e.value) and (f"retry in {retry_after} s" in str(e.value)) == bool(retry_after)
 
 
 def test_creation_retried_when_refused_before_anything(srv):
@@ -299,7 +320,7 @@ def test_wait_polls_when_the_stream_fails_twice(srv):
     srv.script["GET /v1/messages"] = [OK_LIST, OK_LIST,
                                       (200, {"data": {"items": [item], "pagination": {"limit": 100, "offset": 0, "has_more": False}}}, {})]
     srv.script[f"GET /v1/messages/{item['id']}"] = [(200, {"data": {"message": dict(item, text_body="code 1234", html_body="")}}, {})]
-    c = inbox._client
+    c = inbox._core.client
     c.poll_interval = 0.2  # below the API's floor: only for this test
     msg = inbox.wait_for_message(subject="hi", timeout=10)
     assert mayfly.code(msg) == "1234"
@@ -343,7 +364,7 @@ def test_any_401_with_the_inbox_cookies_is_gone(srv, first, code):
     srv.script[ROUTES[first]] = [err(401, code) if code else (401, None, {})]
     if first == "delete":
         assert inbox.delete() is False  # idempotent: gone is success
-        assert inbox.gone and inbox._gone.status == 401 and inbox._gone.code == code
+        assert inbox.gone and inbox._core.gone.status == 401 and inbox._core.gone.code == code
     else:
         with pytest.raises(mayfly.InboxGoneError) as e:
             CALLS[first](inbox)
@@ -391,13 +412,32 @@ def test_retry_after_over_10s_is_returned_not_waited(srv, answer):
     assert inbox.list().items == []
 
 
+def test_stream_reconnect_waits_its_retry_field(srv):
+    # After a stream ends, the first reconnect waits the stream's last
+    # retry: (ms, plus up to 250 ms of jitter); a 503 with Retry-After on
+    # the reconnect waits that (SCENARIOS.md, Retries).
+    inbox = make_inbox(srv)
+    srv.script["GET /v1/messages"] = [OK_LIST]
+    srv.script["GET /v1/events"] = [sse("retry: 100\nretry: 700\n\n: hi\n\n"), sse("retry: 50\n\n"),
+                                    err(503, "REQUEST_PROTECTION", "1"), sse(": ok\n\n")]
+    with pytest.raises(mayfly.WaitTimeoutError):
+        for _ in inbox.events(timeout=2.6):
+            pass
+    opens = [t for r, t in srv.times if r == "GET /v1/events"]
+    assert len(opens) >= 4, srv.requests
+    gaps = [b - a for a, b in zip(opens, opens[1:])]
+    assert 0.7 <= gaps[0] < 1.05, gaps  # the first stream's last retry: 700 ms
+    assert 0.05 <= gaps[1] < 0.45, gaps  # the second's: 50 ms
+    assert 1.0 <= gaps[2] < 1.4, gaps  # the 503's Retry-After: 1 s
+
+
 def test_replaced_stream_polls_then_reopens(srv, caplog):
     # The service ends a stream that a newer stream on the same inbox took
     # over with the comment ": replaced ...": the client says so (a
     # warning), polls the list every poll interval for the pause (60 s;
     # shortened here), and only then opens the stream again.
     inbox = make_inbox(srv)
-    c = inbox._client
+    c = inbox._core.client
     c.poll_interval = 0.2  # below the API's floor: only for this test
     c._replaced_pause = 1.5
     srv.script["GET /v1/messages"] = [OK_LIST]
@@ -419,7 +459,7 @@ def test_replaced_stream_polls_then_reopens(srv, caplog):
 
 def test_replaced_stream_wait_finds_the_message_by_polling(srv, caplog):
     inbox = make_inbox(srv)
-    c = inbox._client
+    c = inbox._core.client
     c.poll_interval = 0.2
     item = {"id": "5b7e0b52-6a4f-4d0e-9a57-6f3c1c1e2a11", "from": "a@b", "subject": "hi",
             "received_at": "2026-11-21T18:03:20.000Z", "status": "ready"}
@@ -489,17 +529,18 @@ def test_match_predicate_gets_the_full_message(srv):
 def test_429_without_code_retried(srv, answer):
     # scenario: 429-without-code-retried
     # Any 429 that is not a creation limit is retried like RATE_LIMITED:
-    # without Retry-After, after the backoff (200 ms base, full jitter), on
-    # every call (a POST creation included).
+    # without Retry-After, after 1 s (plus up to 250 ms of jitter: the
+    # request-rate window, settled in retry.json), on every call (a POST
+    # creation included).
     retries = []
-    srv.script["POST /v1/mailboxes"] = [answer, answer, CREATED]
+    srv.script["POST /v1/mailboxes"] = [answer, CREATED]
     srv.script[f"POST /v1/mailboxes/{MBOX}/select"] = [answer, SELECTED]
     inbox = mayfly.Client(srv.base, on_retry=retries.append).create_inbox()
     srv.script["GET /v1/messages"] = [answer, OK_LIST]
     assert inbox.list().items == []
-    assert srv.count("POST /v1/mailboxes") == 3 and srv.count("GET /v1/messages") == 2
-    assert [r.status for r in retries] == [429] * 4
-    assert all(r.wait <= 0.2 * 2 ** (r.attempt - 1) for r in retries), retries  # the backoff, not 1 s
+    assert srv.count("POST /v1/mailboxes") == 2 and srv.count("GET /v1/messages") == 2
+    assert [r.status for r in retries] == [429] * 3
+    assert all(1.0 <= r.wait <= 1.25 for r in retries), retries  # 1 s, not the backoff
     # With Retry-After, that is waited.
     h = dict(answer[2], **{"Retry-After": "1"})
     srv.script["GET /v1/messages"] = [(429, answer[1], h), OK_LIST]
@@ -507,9 +548,10 @@ def test_429_without_code_retried(srv, answer):
     assert inbox.list().items == []
     assert 1.0 <= time.monotonic() - t0 < 2.0
     # After the attempts: a RateLimitedError naming the call.
+    # (or, sooner, the call's deadline).
     srv.script["GET /v1/messages"] = [answer]
     with pytest.raises(mayfly.RateLimitedError) as e:
-        inbox.list()
+        inbox.list(timeout=2.5)
     assert e.value.status == 429 and f"GET {srv.base}/messages?limit=20&offset=0" in str(e.value)
 
 

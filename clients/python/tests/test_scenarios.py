@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
@@ -139,10 +139,10 @@ def test_deleted_by_the_service_is_gone(stack, client):
     import http.cookiejar
 
     jar = http.cookiejar.CookieJar()
-    for c in inbox._jar:
+    for c in inbox._core.jar:
         jar.set_cookie(copy.copy(c))
     other = mayfly.Inbox(client, jar)
-    other._mailbox = inbox.mailbox
+    other._core.mailbox = inbox.mailbox
     other.delete()
     with pytest.raises(InboxGoneError) as e:
         inbox.list()
@@ -159,10 +159,10 @@ def test_events_end_when_the_inbox_is_deleted(client):
 
     inbox = client.create_inbox(lifetime_minutes=1)
     jar = http.cookiejar.CookieJar()
-    for c in inbox._jar:
+    for c in inbox._core.jar:
         jar.set_cookie(copy.copy(c))
     other = mayfly.Inbox(client, jar)
-    other._mailbox = inbox.mailbox
+    other._core.mailbox = inbox.mailbox
     result = {}
 
     def follow():
@@ -190,11 +190,11 @@ def test_replaced_stream_polls(stack, client, caplog):
 
     inbox = client.create_inbox(lifetime_minutes=1)
     jar = http.cookiejar.CookieJar()
-    for ck in inbox._jar:
+    for ck in inbox._core.jar:
         jar.set_cookie(copy.copy(ck))
     other = mayfly.Inbox(client, jar)
-    other._mailbox = inbox.mailbox
-    inbox._client.poll_interval = 1.0  # below the API's floor: only for this test (the same Client)
+    other._core.mailbox = inbox.mailbox
+    inbox._core.client.poll_interval = 1.0  # below the API's floor: only for this test (the same Client)
     got = []
 
     def follow():
@@ -223,19 +223,19 @@ def test_replaced_stream_polls(stack, client, caplog):
         warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING" and r.name == "mayfly"]
         assert len(warnings) == 1 and "another client opened one on this inbox" in warnings[0], warnings
     finally:
-        inbox._client.poll_interval = mayfly.MIN_POLL_INTERVAL
+        inbox._core.client.poll_interval = mayfly.MIN_POLL_INTERVAL
         inbox.delete()
 
 
 def test_rate_limit_429_retried(stack, inbox):
     # scenario: rate-limit-429-retried
     retries = []
-    inbox._client.on_retry = retries.append
+    inbox._core.client.on_retry = retries.append
     try:
         with ThreadPoolExecutor(20) as pool:
             pages = list(pool.map(lambda _: inbox.list(limit=5), range(20)))
     finally:
-        inbox._client.on_retry = None
+        inbox._core.client.on_retry = None
     assert len(pages) == 20 and all(p.items == [] for p in pages)
     assert any(r.status == 429 and r.code == "RATE_LIMITED" for r in retries), retries
     assert all(r.wait >= 1.0 for r in retries if r.code == "RATE_LIMITED")
@@ -335,7 +335,7 @@ def test_events_and_stream_busy(stack, inbox):
 
 
 def test_cookie_jar_host_only_plain_http(client, inbox):
-    cookies = {c.name: c for c in inbox._jar}
+    cookies = {c.name: c for c in inbox._core.jar}
     scoped = "mayfly_" + inbox.id.replace("-", "")
     assert set(cookies) == {scoped, "service_session"}
     for c in cookies.values():
@@ -346,10 +346,10 @@ def test_cookie_jar_host_only_plain_http(client, inbox):
 
     for url in ("http://127.0.0.2/v1/messages", "http://127.0.0.1/other"):
         req = urllib.request.Request(url)
-        inbox._jar.add_cookie_header(req)
+        inbox._core.jar.add_cookie_header(req)
         assert req.get_header("Cookie") is None, url
     inbox.delete()
-    assert {c.name for c in inbox._jar} == {scoped}  # the session is cleared
+    assert {c.name for c in inbox._core.jar} == {scoped}  # the session is cleared
 
 
 def test_cookie_jar_localhost(stack):
@@ -402,6 +402,13 @@ def test_dataclasses_match_the_served_openapi_document(stack):
         assert m, f"schema {cls.__name__} not in the document"
         want = {f.strip() for f in m.group(1).split(",")}
         got = {"from" if f.name == "from_" else f.name for f in dataclasses.fields(cls)}
+        if cls is not mayfly.Mailbox:
+            # to: optional in the document (a node of an older release
+            # omits it), filled in by the client.
+            nxt = re.compile(r"^    \S", re.M).search(doc, m.end())
+            block = doc[m.start():nxt.start() if nxt else len(doc)]
+            assert "\n        to:\n" in block, cls.__name__
+            want.add("to")
         assert got == want, cls.__name__
 
 
@@ -415,10 +422,10 @@ def _other_holder(client, inbox):
     import http.cookiejar
 
     jar = http.cookiejar.CookieJar()
-    for c in inbox._jar:
+    for c in inbox._core.jar:
         jar.set_cookie(copy.copy(c))
     other = mayfly.Inbox(client, jar)
-    other._mailbox = inbox.mailbox
+    other._core.mailbox = inbox.mailbox
     return other
 
 
@@ -727,7 +734,7 @@ def test_error_names_url(stack, inbox):
     text = str(e.value)
     assert f"GET {stack.base_url}/messages/00000000-0000-4000-8000-000000000000: 404 MESSAGE_NOT_FOUND" in text, text
     assert "(request " in text
-    for c in inbox._jar:
+    for c in inbox._core.jar:
         assert c.value not in text and c.value not in repr(e.value)
     # The admin port as the base URL: the service's JSON 404 says it is the
     # admin port and where the API is (its code and details are the stable
@@ -802,3 +809,156 @@ def test_wait_unreachable(make_stack):
     with pytest.raises(mayfly.UnreachableError):
         inbox2.wait_for_message(timeout=30)
     assert time.monotonic() - t0 < 8.0
+
+
+# Issue 37: tagged addresses, recipients and the shared inbox.
+
+
+def test_recipient_scoped_wait(stack, inbox):
+    # scenario: recipient-scoped-wait
+    a, b = inbox.recipient("a"), inbox.recipient("b")
+    assert inbox.address_for("a") == a.address and a.tag == "a" and a.inbox is inbox
+    local, _, domain = inbox.address.partition("@")
+    assert a.address == f"{local}+a@{domain}"
+    stack.send(b.address, "Your code", "Your code is 111111")
+    stack.send(inbox.address, "Plain", "to the inbox's own address")
+    stack.send(a.address, "Your code", "Your code is 222222")
+    got = a.wait_for_message(subject="^Your code$", timeout=15)
+    assert mayfly.code(got) == "222222" and got.to == a.address  # never B's, though B's came first
+    # Mail to B does not fail an expectation scoped to A.
+    threading.Timer(0.5, stack.send, (b.address, "Later", "for b")).start()
+    t0 = time.monotonic()
+    a.expect_no_message(2)
+    assert time.monotonic() - t0 >= 2.0
+    # Events scoped to B yield B's mail only.
+    def later():
+        stack.send(a.address, "Event A", "for a")
+        stack.send(b.address, "Event B", "for b")
+    threading.Timer(2.0, later).start()
+    events = b.events(timeout=15)
+    ev = next(events)
+    events.close()
+    assert ev.message.subject == "Event B" and ev.message.to == b.address
+    # The option to= on the inbox (any case) for B: B's first mail.
+    first_b = inbox.wait_for_message(to=b.address.upper(), timeout=15)
+    assert mayfly.code(first_b) == "111111" and first_b.to == b.address
+    plain = inbox.wait_for_message(subject="^Plain$", timeout=15)
+    assert plain.to == inbox.address
+    summaries = {s.subject: s.to for s in inbox.messages()}
+    assert summaries["Plain"] == inbox.address and summaries["Event A"] == a.address
+    # The tag grammar, checked before any request.
+    for bad in ("", "a b", "x" * 65, "é", "a+b", "a@b"):
+        with pytest.raises(ValueError):
+            inbox.address_for(bad)
+    with pytest.raises(ValueError):
+        inbox.recipient("y" * (64 - len(local)))  # local+tag over 64
+    assert inbox.address_for("A.b_c-9")
+
+
+def test_shared_inbox_fixture(stack, pytester, monkeypatch, client):
+    # scenario: shared-inbox-fixture
+    # The default fixture in three tests that each get mail at their
+    # address: one inbox (one creation) serves them, each test its own
+    # tagged address, and the session's end deletes it.
+    monkeypatch.setenv("MAYFLY_URL", stack.base_url)
+    host, port = stack.smtp.rsplit(":", 1)
+    pytester.makeconftest(f"""
+        import smtplib, pytest
+
+        @pytest.fixture
+        def send():
+            def send(to, subject, text):
+                with smtplib.SMTP({host!r}, {port}) as s:
+                    s.sendmail("app@shop.example", [to], f"Subject: {{subject}}\\r\\n\\r\\n{{text}}\\r\\n")
+            return send
+        """)
+    pytester.makepyfile(test_three="""
+        import json, pathlib
+        import pytest
+        import mayfly
+
+        @pytest.mark.parametrize("n", [1, 2, 3])
+        def test_gets_its_mail(mayfly_recipient, mayfly_shared_inbox, send, n):
+            send(mayfly_recipient.address, "Your code", f"Your code is {n}0000{n}")
+            msg = mayfly_recipient.wait_for_message(subject="Your code")
+            assert mayfly.code(msg) == f"{n}0000{n}" and msg.to == mayfly_recipient.address
+            assert mayfly_recipient.tag.startswith(f"test-gets-its-mail-{n}-")
+            with open("seen.jsonl", "a") as f:
+                f.write(json.dumps({"address": mayfly_recipient.address, "inbox": mayfly_recipient.inbox.id,
+                                    "creations": mayfly_shared_inbox.creations}) + "\\n")
+            pathlib.Path("state.json").write_text(json.dumps(mayfly_recipient.inbox.state()))
+        """)
+    pytester.runpytest("-p", "mayfly.pytest_plugin").assert_outcomes(passed=3)
+    import json
+
+    seen = [json.loads(line) for line in (pytester.path / "seen.jsonl").read_text().splitlines()]
+    assert len({s["address"] for s in seen}) == 3
+    assert len({s["inbox"] for s in seen}) == 1 and [s["creations"] for s in seen] == [1, 1, 1]
+    with pytest.raises(mayfly.InboxGoneError):
+        client.restore((pytester.path / "state.json").read_text()).current()  # deleted at the session's end
+
+
+def test_shared_inbox_replaced(client):
+    # scenario: shared-inbox-replaced
+    now = [datetime.now(timezone.utc)]
+    shared = mayfly.SharedInbox(client, clock=lambda: now[0])
+    r1 = shared.recipient("Sign up: Alice!")
+    first = shared.inbox
+    assert r1.inbox is first and shared.creations == 1
+    assert __import__("re").fullmatch(r"sign-up-alice-[a-z0-9]{10}", r1.tag), r1.tag
+    # Its 60-minute cap within 5 minutes: replaced (one creation, the old one deleted).
+    now[0] = first.mailbox.max_expires_at - timedelta(minutes=4)
+    r2 = shared.recipient("two")
+    second = shared.inbox
+    assert second is not first and second.id != first.id and r2.inbox is second
+    assert shared.creations == 2 and first.gone
+    # Its expiry within 5 minutes (the cap far): extended, no creation.
+    exp = second.mailbox.expires_at
+    now[0] = exp - timedelta(minutes=4)
+    r3 = shared.recipient("three")
+    assert shared.inbox is second and r3.inbox is second and shared.creations == 2
+    assert second.mailbox.expires_at > exp
+    assert second.current().expires_at == second.mailbox.expires_at
+    shared.close()
+    assert second.gone
+
+
+def test_creation_limit_explains(make_stack):
+    # scenario: creation-limit-explains
+    s = make_stack(MAYFLY_RATE_CREATE_PER_MINUTE="1")
+    retries = []
+    c = mayfly.Client(s.base_url, on_retry=retries.append)
+    c.create_inbox(lifetime_minutes=1)
+    t0 = time.monotonic()
+    with pytest.raises(mayfly.CreationLimitError) as e:
+        c.create_inbox(lifetime_minutes=1)
+    assert time.monotonic() - t0 < 1.0 and retries == []  # one request, no retry
+    text = str(e.value)
+    assert e.value.code == "CREATION_RATE_LIMITED" and e.value.retry_after is not None
+    assert "this IP's minute of creations is spent" in text, text
+    assert f"retry in {e.value.retry_after:g} s" in text, text
+    assert "a test suite can share one inbox and give each test its own address" in text, text
+
+
+def test_wait_for_capacity_is_a_flag(stack, pytester, monkeypatch):
+    # --mayfly-wait-for-capacity takes no value: the path after it is not
+    # eaten; the environment and the ini option still take 1/true/yes.
+    monkeypatch.delenv("MAYFLY_WAIT_FOR_CAPACITY", raising=False)
+    pytester.makepyfile(test_flag="""
+        import os
+        from mayfly.pytest_plugin import _capacity
+
+        def test_flag(request):
+            assert _capacity(request.config) is (os.environ.get("WANT") == "1")
+        """)
+    monkeypatch.setenv("WANT", "1")
+    pytester.runpytest("-p", "mayfly.pytest_plugin", "--mayfly-wait-for-capacity", "test_flag.py").assert_outcomes(passed=1)
+    monkeypatch.setenv("MAYFLY_WAIT_FOR_CAPACITY", "yes")
+    pytester.runpytest("-p", "mayfly.pytest_plugin", "test_flag.py").assert_outcomes(passed=1)
+    monkeypatch.setenv("WANT", "0")
+    monkeypatch.setenv("MAYFLY_WAIT_FOR_CAPACITY", "no")
+    pytester.runpytest("-p", "mayfly.pytest_plugin", "test_flag.py").assert_outcomes(passed=1)
+    monkeypatch.delenv("MAYFLY_WAIT_FOR_CAPACITY")
+    pytester.makeini("[pytest]\nmayfly_wait_for_capacity = true\n")
+    monkeypatch.setenv("WANT", "1")
+    pytester.runpytest("-p", "mayfly.pytest_plugin", "test_flag.py").assert_outcomes(passed=1)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import http.cookiejar
 import json
+import random
 import re
 import threading
 import time
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 
 import mayfly
+from mayfly import _retry
 from mayfly import client as mc
 from mayfly._ctx import Ctx
 from mayfly.models import parse_time
@@ -77,6 +79,18 @@ def _msg(fields):
     return msg(text=fields.get("text_body", ""), html=fields.get("html_body", ""), subject=fields.get("subject", ""))
 
 
+@pytest.mark.parametrize("case", _cases("sse.json"))
+def test_sse_cases(case):
+    """Every case of clients/testdata/sse.json: the chunks as given, then
+    the same text one character at a time (every split)."""
+    for chunks in (case["chunks"], list("".join(case["chunks"]))):
+        p = SSEParser()
+        events = [ev for chunk in chunks for ev in p.push(chunk)]
+        assert [{"event": e.event, "data": e.data, "id": e.id} for e in events] == case["events"], case["name"]
+        assert p.comments == case["comments"], case["name"]
+        assert p.retry == case["retry"], case["name"]
+
+
 @pytest.mark.parametrize("case", _cases("codes.json"))
 def test_helper_code_table(case):
     m = _msg(case["message"])
@@ -115,9 +129,35 @@ def test_backoff_full_jitter_capped():
 
 def test_retry_after():
     assert mc._retry_after("1") == 1.0
+    assert mc._retry_after(" 0 ") == 0.0
     assert mc._retry_after(None) is None
     assert mc._retry_after("soon") is None
-    assert 0 < mc._retry_after(time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(time.time() + 30))) <= 30
+    assert mc._retry_after("1.5") is None
+    # Not a whole number of seconds: as if absent (SCENARIOS.md, Retries).
+    assert mc._retry_after(time.strftime("%a, %d %b %Y %H:%M:%S GMT", time.gmtime(time.time() + 30))) is None
+
+
+@pytest.mark.parametrize("case", _cases("retry.json"))
+def test_retry_rules(case):
+    """Every case of clients/testdata/retry.json against the pure retry
+    function, with the jitter drawn at both ends of its range."""
+    pol = json.loads((_TESTDATA / "retry.json").read_text(encoding="utf-8"))["policy"]
+    policy = _retry.Policy(base=pol["base_ms"] / 1000, cap=pol["cap_ms"] / 1000, max_attempts=pol["max_attempts"],
+                           max_retry_after=pol["max_retry_after_s"], jitter=pol["jitter_ms"] / 1000)
+    assert policy == _retry.Policy()  # the client's defaults are the table's
+    rem = case.get("remaining_ms")
+    for rand in (lambda a, b: a, lambda a, b: b, random.uniform):
+        wait = _retry.decide(
+            case["kind"], case["attempt"], status=case.get("status", 0), code=case.get("code") or "",
+            retry_after=_retry.parse_retry_after(case.get("retry_after")), transport=case.get("transport", ""),
+            remaining=None if rem is None else rem / 1000, policy=policy, rand=rand,
+        )
+        if case["want"] == "give_up":
+            assert wait is None, case["name"]
+        else:
+            lo, hi = case["wait_ms"]
+            assert wait is not None, case["name"]
+            assert lo <= round(wait * 1000, 6) <= hi, (case["name"], wait)
 
 
 def test_ctx_sleep_and_cancel():
@@ -231,3 +271,28 @@ def test_state_mailbox_times_null_when_none():
     assert got["expires_at"] is None and got["max_expires_at"] is None, got
     st["mailbox"]["expires_at"] = "2026-11-25T09:00:00Z"
     assert mayfly.Client(base).restore(st).state()["mailbox"]["expires_at"] == "2026-11-25T09:00:00Z"
+
+
+def test_address_for_and_the_tag_grammar():
+    from mayfly._recipient import address_for
+
+    assert address_for("abc@mayfly.test", "A.b_c-9") == "abc+A.b_c-9@mayfly.test"
+    assert address_for("a" * 32 + "@d.test", "t" * 31) == "a" * 32 + "+" + "t" * 31 + "@d.test"  # 64
+    for bad in ("", " ", "a b", "a+b", "a@b", "é", "x" * 65, None):
+        with pytest.raises(ValueError):
+            address_for("abc@mayfly.test", bad)
+    with pytest.raises(ValueError):
+        address_for("a" * 32 + "@d.test", "t" * 32)  # local+tag: 65
+
+
+def test_shared_inbox_tags():
+    from mayfly._shared import safe_tag
+
+    tags = {safe_tag("test_signup[17]", 40) for _ in range(50)}
+    assert len(tags) == 50  # never repeated
+    for t in tags:
+        assert re.fullmatch(r"test-signup-17-[a-z0-9]{10}", t), t
+    long = safe_tag("x" * 100, 31)
+    assert len(long) <= 31 and re.fullmatch(r"x{20}-[a-z0-9]{10}", long), long
+    assert re.fullmatch(r"[a-z0-9]{10}", safe_tag("!!!", 40))
+    assert re.fullmatch(r"aa-b-[a-z0-9]{10}", safe_tag("AA  b", 40))

@@ -56,6 +56,11 @@ type MessageSummary struct {
 	Subject    string    `json:"subject"`
 	ReceivedAt time.Time `json:"received_at"`
 	Status     string    `json:"status"` // pending, ready or failed
+	// To is the envelope recipient the message arrived for, lower-cased:
+	// the inbox's address, or a tagged address of it (local+tag@domain).
+	// A service older than sub-addressing sends none; the client fills in
+	// the inbox's address.
+	To string `json:"to"`
 }
 
 // Message is one message with its bodies (set once Status is "ready").
@@ -258,6 +263,19 @@ type Inbox struct {
 	// answer) began; zero once anything answered. lastFail is the last.
 	failing  time.Time
 	lastFail error
+
+	// hubMu guards hub: the one event stream that serves the waits of the
+	// inbox's recipients (recipient.go).
+	hubMu sync.Mutex
+	hub   *hub
+}
+
+// fillTo gives a summary of a service older than sub-addressing (no to)
+// the inbox's address.
+func (in *Inbox) fillTo(s *MessageSummary) {
+	if s.To == "" {
+		s.To = strings.ToLower(in.Mailbox().Address)
+	}
 }
 
 // noteTransport records the outcome of one attempt: err nil means an HTTP
@@ -480,6 +498,9 @@ func (in *Inbox) List(ctx context.Context, limit, offset int) (Page, error) {
 	if err := in.call(ctx, http.MethodGet, "/messages?"+q.Encode(), nil, kindRead, &out); err != nil {
 		return Page{}, err
 	}
+	for i := range out.Items {
+		in.fillTo(&out.Items[i])
+	}
 	return Page{Items: out.Items, Limit: out.Pagination.Limit, Offset: out.Pagination.Offset, HasMore: out.Pagination.HasMore}, nil
 }
 
@@ -514,6 +535,7 @@ func (in *Inbox) Message(ctx context.Context, id string) (Message, error) {
 	}
 	err := in.call(ctx, http.MethodGet, "/messages/"+url.PathEscape(id), nil, kindRead, &out)
 	if err == nil {
+		in.fillTo(&out.Message.MessageSummary)
 		in.markReturned(out.Message.ID)
 	}
 	return out.Message, err

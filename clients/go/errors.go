@@ -68,8 +68,42 @@ func (e *Error) text() string {
 	if e.RequestID != "" {
 		b.WriteString(" (request " + e.RequestID + ")")
 	}
+	if slices.Contains(creationCodes, e.Code) {
+		b.WriteString(": " + e.creationHelp())
+	}
 	return b.String()
 }
+
+// creationHelp explains a creation limit (clients/SCENARIOS.md): the
+// window spent, the wait, and the way out.
+func (e *Error) creationHelp() string {
+	var window string
+	switch {
+	case e.Code == "ACTIVE_INBOX_LIMIT":
+		window = "this IP has the most live inboxes the service allows (the active-inbox cap); delete one or wait for one to expire"
+	case e.Code == "GLOBAL_CREATION_LIMIT":
+		window = "the service's global cap of creations is reached"
+	default:
+		span := "day"
+		if w, ok := e.Details["window"].(string); ok && w != "" {
+			span = w
+		} else if e.RetryAfter <= time.Minute {
+			span = "minute"
+		} else if e.RetryAfter <= time.Hour {
+			span = "hour"
+		}
+		window = "this IP's " + span + " of creations is spent"
+	}
+	if e.RetryAfter > 0 {
+		window += fmt.Sprintf("; retry in %d s", int((e.RetryAfter+time.Second-1)/time.Second))
+	}
+	return window + "; " + creationWayOut
+}
+
+// creationWayOut is the way out of a creation limit, in the three clients'
+// words.
+const creationWayOut = "a test suite can share one inbox and give each test its own address " +
+	"(a shared inbox and tagged addresses: see the client's README)"
 
 // Is matches e against the sentinels: by code where the API names one, by
 // status otherwise.

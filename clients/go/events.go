@@ -52,7 +52,14 @@ func (e errOpen) Unwrap() error { return e.err }
 // deadline — DefaultWaitTimeout (20 s) when ctx has none: give a longer
 // deadline to follow an inbox for longer — and context.Canceled when ctx is
 // cancelled. Breaking out of the loop closes the stream.
-func (in *Inbox) Events(ctx context.Context) iter.Seq2[Event, error] {
+//
+// EventsTo(address) yields only the messages to that address (a tagged
+// address of the inbox, compared without regard to case).
+func (in *Inbox) Events(ctx context.Context, opts ...EventsOption) iter.Seq2[Event, error] {
+	var o eventsOptions
+	for _, f := range opts {
+		f(&o)
+	}
 	return func(yield func(Event, error) bool) {
 		if err := in.Gone(); err != nil {
 			yield(Event{}, err)
@@ -66,7 +73,12 @@ func (in *Inbox) Events(ctx context.Context) iter.Seq2[Event, error] {
 		ctx, cancel := in.c.waitContext(ctx)
 		defer cancel()
 		f := follower{in: in, seen: map[string]bool{}}
-		err := f.run(ctx, false, func(ev Event) bool { return yield(ev, nil) })
+		err := f.run(ctx, false, func(ev Event) bool {
+			if !o.inScope(ev.Message) {
+				return true
+			}
+			return yield(ev, nil)
+		})
 		if errors.Is(err, context.DeadlineExceeded) {
 			err = waitTimeout{last: f.last, events: true}
 		}
@@ -76,6 +88,22 @@ func (in *Inbox) Events(ctx context.Context) iter.Seq2[Event, error] {
 	}
 }
 
+// EventsOption configures Events.
+type EventsOption func(*eventsOptions)
+
+type eventsOptions struct{ to string }
+
+// EventsTo makes Events yield only the messages to address (compared
+// without regard to case): a recipient's tagged address, or the inbox's
+// own.
+func EventsTo(address string) EventsOption {
+	return func(o *eventsOptions) { o.to = address }
+}
+
+func (o eventsOptions) inScope(s MessageSummary) bool {
+	return o.to == "" || strings.EqualFold(s.To, o.to)
+}
+
 // follower runs one inbox's stream across reconnects.
 type follower struct {
 	in       *Inbox
@@ -83,6 +111,7 @@ type follower struct {
 	fallback bool            // give up (errOpen) when the stream cannot be opened twice in a row
 	lastList time.Time       // when the message list was last read
 	last     error           // the last transient error, for the timeout's message
+	listed   func()          // called after every list that is in (nil: none)
 }
 
 // errStop: the consumer stopped.
@@ -306,6 +335,9 @@ func (f *follower) catchUp(ctx context.Context, emitNew bool, emit func(Event) b
 	}
 	f.lastList = time.Now() // after the answer: the next poll is ≥ the interval after it on the server too
 	slices.Reverse(unseen)  // the list is newest first
+	if f.listed != nil {
+		defer f.listed() // the hub's waits look once the list's messages are in
+	}
 	for _, m := range unseen {
 		f.seen[m.ID] = true
 		if emitNew && !emit(Event{Type: EventMessageReceived, Message: m, Missed: true}) {
@@ -354,6 +386,7 @@ func (f *follower) read(ctx context.Context, resp *http.Response, emit func(Even
 			if f.seen[m.ID] {
 				continue
 			}
+			f.in.fillTo(&m)
 			f.seen[m.ID] = true
 			if !emit(Event{Type: typ, Message: m}) {
 				return errStop
@@ -390,6 +423,12 @@ type Match struct {
 	From    *regexp.Regexp // on the sender ("Name <address>", as the API shows it)
 	Text    *regexp.Regexp // on text_body (the message is read to test it)
 	Func    func(Message) bool
+	// To scopes the wait to one recipient: only messages to this address
+	// (compared without regard to case; a tagged address of the inbox, or
+	// its own) are looked at. A scoped wait never returns another
+	// recipient's message, and messages to others do not count as
+	// arrived in its timeout's text.
+	To string
 	// Since says which messages are new; the zero value is SinceUnseen.
 	Since Since
 }
@@ -460,6 +499,12 @@ func ParseSince(v string) (Since, error) {
 
 var uuidRE = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 
+// inScope reports whether s is to the wait's recipient (any, when To is
+// unset).
+func (m Match) inScope(s MessageSummary) bool {
+	return m.To == "" || strings.EqualFold(s.To, m.To)
+}
+
 func (m Match) summaryMatches(s MessageSummary) bool {
 	return (m.Subject == nil || m.Subject.MatchString(s.Subject)) &&
 		(m.From == nil || m.From.MatchString(s.From))
@@ -525,10 +570,16 @@ func (e *UnexpectedMessageError) Unwrap() error { return ErrUnexpectedMessage }
 // answer at the window's end (every attempt failing) with ErrUnreachable,
 // since then nothing was checked.
 func (in *Inbox) ExpectNoMessage(ctx context.Context, m Match, within time.Duration) error {
+	return in.expectNo(ctx, m, within, in.waitFor)
+}
+
+// expectNo is ExpectNoMessage over a wait (the inbox's, or a recipient's).
+func (in *Inbox) expectNo(ctx context.Context, m Match, within time.Duration,
+	wait func(context.Context, int, Match) ([]Message, error)) error {
 	start := time.Now()
 	wctx, cancel := context.WithTimeoutCause(ctx, within, errWindowEnded)
 	defer cancel()
-	msgs, err := in.waitFor(wctx, 1, m)
+	msgs, err := wait(wctx, 1, m)
 	switch {
 	case err == nil:
 		return &UnexpectedMessageError{Received: msgs[0]}
@@ -553,6 +604,16 @@ func (in *Inbox) waitFor(ctx context.Context, n int, m Match) ([]Message, error)
 		return nil, ErrStreamBusy
 	}
 	defer in.streaming.Store(false)
+	return in.waitWith(ctx, n, m, in.wait)
+}
+
+// waitInner is the loop of a wait: the inbox's own stream (Inbox.wait) or
+// the recipients' shared one (hub.wait).
+type waitInner func(ctx context.Context, n int, m Match, st *waitStats) ([]Message, error)
+
+// waitWith runs inner with the default deadline, the unreachable watchdog
+// and the errors that explain a timeout.
+func (in *Inbox) waitWith(ctx context.Context, n int, m Match, inner waitInner) ([]Message, error) {
 	ctx, cancel := in.c.waitContext(ctx)
 	defer cancel()
 	wctx, stop := context.WithCancelCause(ctx)
@@ -562,7 +623,7 @@ func (in *Inbox) waitFor(ctx context.Context, n int, m Match) ([]Message, error)
 		go in.watch(wctx, start, stop)
 	}
 	var st waitStats
-	msgs, err := in.wait(wctx, n, m, &st)
+	msgs, err := inner(wctx, n, m, &st)
 	if err == nil {
 		return msgs, nil
 	}
@@ -615,6 +676,14 @@ type waitStats struct {
 	first   string // the first one's subject
 }
 
+// missed counts a new message that did not match.
+func (st *waitStats) missed(subject string) {
+	st.arrived++
+	if st.arrived == 1 {
+		st.first = subject
+	}
+}
+
 // wait is waitFor's loop: it returns the messages found (fewer than n with
 // the error that ended it).
 func (in *Inbox) wait(ctx context.Context, n int, m Match, st *waitStats) ([]Message, error) {
@@ -657,23 +726,19 @@ func (in *Inbox) wait(ctx context.Context, n int, m Match, st *waitStats) ([]Mes
 			}
 		}
 		if !found {
-			return nil, &Error{Method: http.MethodGet, URL: in.c.base.String() + "/messages", Status: http.StatusNotFound,
-				Code: "MESSAGE_NOT_FOUND", Message: "wait since message " + m.Since.id + ": no such message in the inbox"}
+			return nil, errSinceNotFound(in, m.Since.id)
 		}
 	}
 	var found []Message
 	var pickErr error
 	var pickID string
 	missed := func(subject string) bool {
-		st.arrived++
-		if st.arrived == 1 {
-			st.first = subject
-		}
+		st.missed(subject)
 		return true
 	}
 	pick := func(ev Event) bool {
 		s := ev.Message
-		if excluded[s.ID] || m.Since.kind == sinceUnseen && in.wasReturned(s.ID) ||
+		if excluded[s.ID] || !m.inScope(s) || m.Since.kind == sinceUnseen && in.wasReturned(s.ID) ||
 			m.Since.kind == sinceTime && !s.ReceivedAt.After(m.Since.t) {
 			return true // not new
 		}
@@ -738,6 +803,7 @@ func (in *Inbox) readReady(ctx context.Context, id string) (Message, error) {
 			Message Message `json:"message"`
 		}
 		err := in.call(ctx, http.MethodGet, "/messages/"+url.PathEscape(id), nil, kindRead, &out)
+		in.fillTo(&out.Message.MessageSummary)
 		if err != nil || out.Message.Status != StatusPending {
 			return out.Message, err
 		}

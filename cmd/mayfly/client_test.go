@@ -439,6 +439,12 @@ func TestCLI(t *testing.T) {
 	if _, code := mayfly("list"); code != cli.ExitGone {
 		t.Errorf("list without an inbox: exit %d, want %d", code, cli.ExitGone)
 	}
+	// delete is idempotent, like the clients' Delete: exit 0, saying so.
+	errw.Reset()
+	if code := cli.Main("mayfly inbox", []string{"delete"}, func(k string) string { return env[k] }, io.Discard, &errw); code != cli.ExitOK ||
+		!strings.Contains(errw.String(), "already deleted") {
+		t.Errorf("delete after delete: exit %d, %q; want 0 saying it was already deleted", code, errw.String())
+	}
 	// Nothing listens: exit 5, unreachable.
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

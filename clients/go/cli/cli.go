@@ -217,7 +217,11 @@ func (t *tool) run(ctx context.Context, args []string) int {
 		return t.fail(err)
 	}
 	if !ok {
-		if d, deleted := deletedEntry(t.jar, t.name); deleted {
+		if d, deleted := deletedEntry(t.jar, t.name); deleted && cmd == "delete" {
+			// delete is idempotent, like the clients' Delete.
+			fmt.Fprintf(t.errw, "%s: the inbox %q (%s) was already deleted at %s\n", t.prog, t.name, d.Address, stamp(d.At))
+			return ExitOK
+		} else if deleted {
 			fmt.Fprintf(t.errw, "%s: the inbox %q (%s) was deleted at %s by `%s delete` (create one with `%s new`)\n",
 				t.prog, t.name, d.Address, stamp(d.At), t.prog, t.prog)
 			return ExitGone
@@ -425,8 +429,14 @@ func (t *tool) command(ctx context.Context, cmd string, args []string, in *clien
 		}
 		fmt.Fprintln(t.out, stamp(m.ExpiresAt))
 	case "delete":
-		if err := in.Delete(ctx); err != nil && !errors.Is(err, client.ErrInboxGone) {
+		existed, err := in.DeleteExisted(ctx)
+		if err != nil && !errors.Is(err, client.ErrInboxGone) {
 			return t.fail(err)
+		}
+		if existed {
+			fmt.Fprintf(t.errw, "%s: deleted the inbox %s\n", t.prog, in.Mailbox().Address)
+		} else {
+			fmt.Fprintf(t.errw, "%s: the inbox %s was already gone (expired or deleted elsewhere)\n", t.prog, in.Mailbox().Address)
 		}
 	case "events":
 		// The client's events end at 20 s without a deadline: the tool

@@ -84,12 +84,14 @@ func TestRecipientsShareOneStream(t *testing.T) {
 	defer cancel()
 	var wg sync.WaitGroup
 	for i, r := range rs {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			msg, err := r.WaitForMessage(ctx, client.Match{Subject: regexp.MustCompile(`code`)})
 			if err != nil || msg.To != r.Address() {
 				t.Errorf("recipient %d: %q, %v; want its own mail (to %s)", i, msg.To, err, r.Address())
 			}
-		})
+		}()
 	}
 	wg.Wait()
 	if got := f.maxStreams.Load(); got != 1 {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"net/url"
 	"regexp"
 	"strings"
 	"sync"
@@ -164,6 +165,17 @@ type hub struct {
 	changed chan struct{}
 	refs    int // waits, event loops and shared inboxes holding the hub
 
+	// prefetch (a shared inbox's hub): one reader reads every message as
+	// it is heard of, in order, so the waits of many parallel tests make
+	// no request of their own and no read falls behind the service's
+	// request rate. bodies holds what it read, tried what it tried.
+	prefetch bool
+	bodies   map[string]Message
+	tried    map[string]bool
+	order    []string // bodies' ids, oldest first (bounded by maxBodies)
+	queue    []string // ids heard of, not yet read
+	queued   chan struct{}
+
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -171,7 +183,10 @@ type hub struct {
 // acquireHub returns the inbox's running hub, starting it when none runs;
 // releaseHub gives it back. The hub holds the inbox's stream: a wait of the
 // Inbox itself meets ErrStreamBusy meanwhile.
-func (in *Inbox) acquireHub() (*hub, error) {
+func (in *Inbox) acquireHub() (*hub, error) { return in.acquireHubWith(false) }
+
+// acquireHubWith is acquireHub; a hub it starts prefetches when asked.
+func (in *Inbox) acquireHubWith(prefetch bool) (*hub, error) {
 	if err := in.Gone(); err != nil {
 		return nil, err
 	}
@@ -191,7 +206,8 @@ func (in *Inbox) acquireHub() (*hub, error) {
 		return nil, ErrStreamBusy
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	h := &hub{in: in, changed: make(chan struct{}), refs: 1, cancel: cancel, done: make(chan struct{})}
+	h := &hub{in: in, changed: make(chan struct{}), refs: 1, cancel: cancel, done: make(chan struct{}),
+		prefetch: prefetch, bodies: map[string]Message{}, tried: map[string]bool{}, queued: make(chan struct{}, 1)}
 	in.hub = h
 	go h.run(ctx)
 	return h, nil
@@ -219,10 +235,25 @@ func (in *Inbox) releaseHub(h *hub) {
 func (h *hub) run(ctx context.Context) {
 	defer close(h.done)
 	defer h.in.streaming.Store(false)
+	if h.prefetch {
+		fetched := make(chan struct{})
+		defer func() { <-fetched }()
+		go func() {
+			defer close(fetched)
+			h.fetch(ctx)
+		}()
+	}
 	f := follower{in: h.in, seen: map[string]bool{}, fallback: true, listed: h.listed}
 	emit := func(ev Event) bool {
 		h.mu.Lock()
 		h.events = append(h.events, ev)
+		if h.prefetch {
+			h.queue = append(h.queue, ev.Message.ID)
+			select {
+			case h.queued <- struct{}{}:
+			default:
+			}
+		}
 		h.notify()
 		h.mu.Unlock()
 		return true
@@ -251,6 +282,66 @@ func (h *hub) run(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// maxBodies bounds the messages a prefetching hub keeps read.
+const maxBodies = 1000
+
+// fetch is the prefetching hub's reader: it reads the messages heard of,
+// one at a time, oldest first. A message it cannot read (still pending,
+// gone, an error past the retries) is left to the wait that wants it.
+func (h *hub) fetch(ctx context.Context) {
+	for {
+		h.mu.Lock()
+		var id string
+		if len(h.queue) > 0 {
+			id, h.queue = h.queue[0], h.queue[1:]
+		}
+		h.mu.Unlock()
+		if id == "" {
+			select {
+			case <-ctx.Done():
+				return
+			case <-h.queued:
+				continue
+			}
+		}
+		var out struct {
+			Message Message `json:"message"`
+		}
+		err := h.in.call(ctx, "GET", "/messages/"+url.PathEscape(id), nil, kindRead, &out)
+		if ctx.Err() != nil {
+			return
+		}
+		h.mu.Lock()
+		h.tried[id] = true
+		if err == nil && out.Message.Status != StatusPending {
+			h.in.fillTo(&out.Message.MessageSummary)
+			h.bodies[id] = out.Message
+			h.order = append(h.order, id)
+			if len(h.order) > maxBodies {
+				delete(h.bodies, h.order[0])
+				h.order = h.order[1:]
+			}
+		} else if err != nil {
+			h.in.c.log.Info("mayfly: reading a message of the shared inbox; its wait reads it again", "id", id, "err", err)
+		}
+		h.notify()
+		h.mu.Unlock()
+	}
+}
+
+// body is the message read by the prefetching hub: ok when it is there;
+// wait when the reader has not tried it yet (the caller waits for a
+// change rather than read it itself).
+func (h *hub) body(id string) (msg Message, ok, wait bool) {
+	if !h.prefetch {
+		return Message{}, false, false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	msg, ok = h.bodies[id]
+	return msg, ok, !ok && !h.tried[id]
 }
 
 // listed marks the hub primed once a list of the inbox is in.
@@ -326,10 +417,19 @@ func (h *hub) wait(ctx context.Context, n int, m Match, st *waitStats) ([]Messag
 				st.missed(s.Subject)
 				continue
 			}
-			msg, err := in.readReady(ctx, s.ID)
+			msg, ok, later := h.body(s.ID)
+			if later {
+				delete(checked, s.ID) // the reader has not come to it yet
+				continue
+			}
+			var err error
+			if !ok {
+				msg, err = in.readReady(ctx, s.ID)
+			}
 			switch {
 			case errors.Is(err, ErrMessageNotFound):
-				continue // deleted (or evicted) meanwhile
+				in.c.log.Info("mayfly: a message heard of is not found (deleted, or evicted: the inbox keeps its newest 100)", "id", s.ID)
+				continue
 			case ctx.Err() != nil:
 				return found, ctx.Err()
 			case isGone(err):

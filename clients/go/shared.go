@@ -160,7 +160,7 @@ func (s *SharedInbox) create(ctx context.Context) error {
 		s.drop()
 	}
 	s.in = in
-	if h, err := in.acquireHub(); err == nil {
+	if h, err := in.acquireHubWith(true); err == nil {
 		s.hub = h
 	}
 	return nil

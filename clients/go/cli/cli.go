@@ -78,7 +78,8 @@ commands:
                           wait starts), a message id (one received after it), an
                           RFC 3339 time (one received after it)
   extend [--minutes 10]   extend the inbox; print the expiry granted
-  delete                  delete the inbox and forget it
+  delete                  delete the inbox and forget it; exit 0 when it was
+                          already gone (deleted or expired), saying which
   events [--timeout D]    print each new message as a JSON line, until
                           interrupted, the inbox is gone or --timeout
   list-inboxes [--json]   the jar's inboxes: name, address, expiry

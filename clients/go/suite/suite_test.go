@@ -29,6 +29,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
@@ -43,6 +44,9 @@ import (
 )
 
 var theApp *app
+
+// logger shows the client's reconnects and fallbacks (info), if any.
+var logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 
 func TestMain(m *testing.M) {
 	flag.Parse()
@@ -102,7 +106,7 @@ func TestSignup(t *testing.T) {
 // signup is one test: sign up with a tagged address, read the mail, use
 // the code and the link.
 func signup(t *testing.T) {
-	r := clienttest.NewRecipient(t)
+	r := clienttest.NewRecipient(t, client.WithLogger(logger))
 	// The app's mail may wait for the next minute of the public SMTP
 	// limits (120 mails a minute per IP): give the wait more than the
 	// 20 s default, within the test's deadline.

@@ -17,7 +17,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 )
 
@@ -84,41 +83,6 @@ const (
 	StatusReady   = "ready"
 	StatusFailed  = "failed"
 )
-
-// RetryPolicy bounds the retries of one call (see the package doc). Waits
-// and event streams have no attempt cap: only their context's deadline.
-type RetryPolicy struct {
-	MaxAttempts   int           // attempts in all, the first included; default 6
-	BaseDelay     time.Duration // the first backoff's cap; default 200 ms
-	MaxDelay      time.Duration // no backoff is longer; default 5 s
-	MaxRetryAfter time.Duration // a longer Retry-After is returned, not waited; default 10 s
-}
-
-func (p RetryPolicy) withDefaults() RetryPolicy {
-	if p.MaxAttempts <= 0 {
-		p.MaxAttempts = 6
-	}
-	if p.BaseDelay <= 0 {
-		p.BaseDelay = 200 * time.Millisecond
-	}
-	if p.MaxDelay <= 0 {
-		p.MaxDelay = 5 * time.Second
-	}
-	if p.MaxRetryAfter <= 0 {
-		p.MaxRetryAfter = 10 * time.Second
-	}
-	return p
-}
-
-// backoff is the wait before retry number attempt (1, 2, ...): full jitter
-// over an exponentially growing cap.
-func (p RetryPolicy) backoff(attempt int) time.Duration {
-	ceiling := p.BaseDelay << min(attempt-1, 20)
-	if ceiling <= 0 || ceiling > p.MaxDelay {
-		ceiling = p.MaxDelay
-	}
-	return rand.N(ceiling + 1)
-}
 
 // MinPollInterval is the API's floor for polling the message list.
 const MinPollInterval = 5 * time.Second
@@ -567,16 +531,6 @@ func (in *Inbox) wasReturned(id string) bool {
 	return in.returned[id]
 }
 
-// callKind says what a call may retry (the table of the package doc).
-type callKind int
-
-const (
-	kindCreate callKind = iota // POST /mailboxes: only what was refused before anything was done
-	kindSelect                 // POST select: as kindWrite; a missing mailbox means gone
-	kindWrite                  // PATCH, DELETE: as kindCreate
-	kindRead                   // GET: also 500, 503 and broken connections
-)
-
 // call runs one API call with the retries kind allows and decodes the data
 // envelope into out. Every call but creation is made with the session: a
 // refusal of it marks the inbox gone.
@@ -584,14 +538,18 @@ func (in *Inbox) call(ctx context.Context, method, path string, body []byte, kin
 	if err := in.Gone(); err != nil && kind != kindCreate {
 		return err
 	}
-	p := in.c.retry
 	for attempt := 1; ; attempt++ {
-		wait, err := in.try(ctx, method, path, body, kind, out, attempt)
-		if wait == 0 || attempt >= p.MaxAttempts {
+		outcome, err := in.try(ctx, method, path, body, kind, out)
+		if err == nil || ctx.Err() != nil || outcome == nil {
 			return err
 		}
 		// No retry outlives the caller's deadline: the last error instead.
-		if dl, ok := ctx.Deadline(); ok && time.Until(dl) < wait {
+		left, hasDeadline := time.Duration(0), false
+		if dl, ok := ctx.Deadline(); ok {
+			left, hasDeadline = time.Until(dl), true
+		}
+		wait, retry := retryDecision(in.c.retry, kind, attempt, *outcome, left, hasDeadline)
+		if !retry {
 			return err
 		}
 		in.c.log.Debug("mayfly: retrying", "method", method, "path", redactPath(path), "err", err,
@@ -602,19 +560,12 @@ func (in *Inbox) call(ctx context.Context, method, path string, body []byte, kin
 	}
 }
 
-// try makes one attempt; a non-zero wait means the error may be retried
-// after it.
-func (in *Inbox) try(ctx context.Context, method, path string, body []byte, kind callKind, out any, attempt int) (time.Duration, error) {
-	p := in.c.retry
+// try makes one attempt. outcome is what the retry rules look at (nil: an
+// error they have no say on, such as the inbox gone or a bad answer).
+func (in *Inbox) try(ctx context.Context, method, path string, body []byte, kind callKind, out any) (*outcome, error) {
 	resp, err := in.send(ctx, method, path, body, "application/json")
 	if err != nil {
-		if ctx.Err() != nil {
-			return 0, err
-		}
-		if refused(err) || kind == kindRead {
-			return max(p.backoff(attempt), time.Millisecond), err
-		}
-		return 0, err
+		return &outcome{transport: transportKind(err)}, err
 	}
 	err = decode(resp, out)
 	if e, ok := err.(*Error); ok {
@@ -622,48 +573,16 @@ func (in *Inbox) try(ctx context.Context, method, path string, body []byte, kind
 	}
 	var apiErr *Error
 	if !errors.As(err, &apiErr) {
-		return 0, err
+		return nil, err
 	}
 	if kind != kindCreate && (apiErr.Status == http.StatusUnauthorized ||
 		kind == kindSelect && errors.Is(apiErr, ErrMailboxNotFound)) {
 		g := &gone{err: apiErr}
 		in.goneErr.CompareAndSwap(nil, g)
-		return 0, in.Gone()
+		return nil, in.Gone()
 	}
-	return retryWait(p, apiErr, kind, attempt), err
+	return apiErr.outcome(), err
 }
-
-// retryWait is the wait before retrying e, or 0 when it is not retried.
-func retryWait(p RetryPolicy, e *Error, kind callKind, attempt int) time.Duration {
-	refusedFirst := e.Status == http.StatusTooManyRequests && !errors.Is(e, ErrCreationLimit) ||
-		e.Status == http.StatusServiceUnavailable && e.Code == "REQUEST_PROTECTION"
-	switch {
-	case refusedFirst:
-		// The service refused before doing anything: safe for every call.
-		wait := e.RetryAfter
-		if wait == 0 {
-			wait = time.Second
-		}
-		if wait > p.MaxRetryAfter {
-			return 0
-		}
-		return wait + rand.N(250*time.Millisecond)
-	case (e.Status == http.StatusInternalServerError || e.Status == http.StatusServiceUnavailable) && kind == kindRead:
-		if e.RetryAfter > p.MaxRetryAfter {
-			return 0 // a long Retry-After is returned, not waited (clients/SCENARIOS.md)
-		}
-		wait := p.backoff(attempt)
-		if e.RetryAfter > wait {
-			wait = e.RetryAfter
-		}
-		return max(wait, time.Millisecond)
-	}
-	return 0
-}
-
-// refused reports whether err is a connection the service refused: nothing
-// was sent, so any call may be repeated.
-func refused(err error) bool { return errors.Is(err, syscall.ECONNREFUSED) }
 
 // send makes one request with the inbox's jar.
 func (in *Inbox) send(ctx context.Context, method, path string, body []byte, accept string) (*http.Response, error) {
@@ -718,7 +637,8 @@ func decode(resp *http.Response, out any) error {
 		}
 		return nil
 	}
-	e := &Error{Status: resp.StatusCode, RetryAfter: retryAfter(resp.Header, wallClock()), RequestID: resp.Header.Get("X-Request-ID")}
+	e := &Error{Status: resp.StatusCode, RequestID: resp.Header.Get("X-Request-ID")}
+	e.RetryAfter, e.retryAfterSet = retryAfter(resp.Header.Get("Retry-After"))
 	var env struct {
 		Error struct {
 			Code    string         `json:"code"`

@@ -38,8 +38,9 @@
 //
 //   - a request-rate 429 (RATE_LIMITED, or any 429 that is not a creation
 //     limit) and a 503 REQUEST_PROTECTION were refused before anything was
-//     done: every call, creation included, waits Retry-After (else 1 s) plus
-//     up to 250 ms of jitter and tries again;
+//     done: every call, creation included, waits Retry-After (a whole
+//     number of seconds, 0 included; else 1 s) plus up to 250 ms of jitter
+//     and tries again;
 //   - a refused connection sent nothing: every call tries again after a
 //     backoff (a random wait between zero and RetryPolicy.BaseDelay·2^n,
 //     capped at MaxDelay: full jitter);
@@ -51,7 +52,15 @@
 //     asked for in Error.RetryAfter, unless the creation asked to wait
 //     (WaitForCapacity);
 //   - a call makes at most RetryPolicy.MaxAttempts (6) attempts; a request
-//     rate still refused then matches ErrRateLimited.
+//     rate still refused then matches ErrRateLimited. A Retry-After over
+//     RetryPolicy.MaxRetryAfter (10 s) is returned, not waited, whatever the
+//     status;
+//   - after an event stream ends, the first reconnect waits the stream's
+//     last retry field plus the jitter; later ones follow the rules above,
+//     with no attempt cap (only the wait's deadline).
+//
+// The rules are one pure function whose cases, clients/testdata/retry.json,
+// the three official clients' unit tests run alike.
 //
 // Compare errors with errors.Is and the sentinels (ErrInboxGone,
 // ErrCreationLimit, ErrRateLimited, ErrWaitTimeout, ErrUnreachable, ...);

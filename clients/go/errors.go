@@ -23,8 +23,11 @@ type Error struct {
 	Message   string
 	Details   map[string]any
 	RequestID string
-	// RetryAfter is the wait the service asked for (Retry-After), or 0.
+	// RetryAfter is the wait the service asked for (Retry-After, whole
+	// seconds), or 0.
 	RetryAfter time.Duration
+	// retryAfterSet: the answer had a valid Retry-After (which may be 0).
+	retryAfterSet bool
 }
 
 func (e *Error) Error() string {
@@ -283,19 +286,4 @@ func (w waitTimeout) Unwrap() []error { return []error{ErrWaitTimeout, context.D
 // MAILBOX_NOT_FOUND.
 func isGone(err error) bool {
 	return errors.Is(err, ErrInboxGone) || errors.Is(err, ErrUnauthorized) || errors.Is(err, ErrMailboxNotFound)
-}
-
-// retryAfter parses a Retry-After header: seconds or an HTTP date.
-func retryAfter(h http.Header, now time.Time) time.Duration {
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.Atoi(v); err == nil && s >= 0 {
-		return time.Duration(s) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
 }

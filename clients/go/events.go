@@ -1,13 +1,13 @@
 package client
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"iter"
+	"math/rand/v2"
 	"mime"
 	"net/http"
 	"net/url"
@@ -112,6 +112,7 @@ type follower struct {
 	lastList time.Time       // when the message list was last read
 	last     error           // the last transient error, for the timeout's message
 	listed   func()          // called after every list that is in (nil: none)
+	parser   sseParser       // the stream's; its retry field outlives a stream
 }
 
 // errStop: the consumer stopped.
@@ -205,6 +206,7 @@ func (f *follower) run(ctx context.Context, existing bool, emit func(Event) bool
 			}
 		} else if primed {
 			failures = 0 // it opened and was heard
+			attempt = 0  // the reconnect after it is the first (the stream's retry field)
 		}
 		// The stream ended or broke while the inbox may live: is it alive?
 		// (A failure to ask is one more reason to back off.)
@@ -216,12 +218,33 @@ func (f *follower) run(ctx context.Context, existing bool, emit func(Event) bool
 		if time.Since(opened) > time.Minute {
 			attempt = 0 // it ran a while: start the backoff over
 		}
-		wait := RetryPolicy{BaseDelay: 500 * time.Millisecond, MaxDelay: 30 * time.Second}.backoff(attempt + 1)
+		wait := f.reconnectWait(err, attempt+1)
 		in.c.log.Info("mayfly: event stream ended; reconnecting", "err", err, "wait", wait)
 		if err := sleep(ctx, wait); err != nil {
 			return err
 		}
 	}
+}
+
+// reconnectWait is the wait before reconnect number attempt after err
+// (clients/SCENARIOS.md, "Retries"): after a stream that opened and then
+// ended, the first reconnect waits the stream's last retry field plus the
+// jitter (the service spreads a restarted node's streams so); an API error
+// (a 503 or 429 with Retry-After) waits as the table says for a wait;
+// anything else the table's backoff.
+func (f *follower) reconnectWait(err error, attempt int) time.Duration {
+	p := f.in.c.retry.withDefaults()
+	var oe errOpen
+	var e *Error
+	switch {
+	case !errors.As(err, &oe) && attempt == 1 && f.parser.retrySet:
+		return f.parser.retry + rand.N(retryJitter+1)
+	case errors.As(err, &e):
+		if wait, ok := retryDecision(p, kindWait, attempt, *e.outcome(), 0, false); ok {
+			return wait
+		}
+	}
+	return p.backoff(attempt)
 }
 
 // poll lists the messages every poll interval (the first at once, unless a
@@ -348,13 +371,11 @@ func (f *follower) catchUp(ctx context.Context, emitNew bool, emit func(Event) b
 }
 
 // read follows an open stream until it ends (io.EOF), breaks, stays silent
-// past the idle timeout, or emit stops it (errStop).
+// past the idle timeout, or emit stops it (errStop). The stream's retry
+// field is kept for the reconnect (f.retry).
 func (f *follower) read(ctx context.Context, resp *http.Response, emit func(Event) bool) (err error) {
 	idle := time.AfterFunc(f.in.c.idle, func() { resp.Body.Close() })
 	defer idle.Stop()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 4096), 1<<20)
-	var event, data strings.Builder
 	heard := false
 	defer func() {
 		if !heard && ctx.Err() == nil {
@@ -363,56 +384,58 @@ func (f *follower) read(ctx context.Context, resp *http.Response, emit func(Even
 			err = errOpen{errors.New("the stream sent nothing")}
 		}
 	}()
-	for sc.Scan() {
-		f.in.noteTransport(nil) // the stream speaks: the service is reachable
-		heard = true
-		idle.Reset(f.in.c.idle)
-		line := sc.Text()
-		if line == "" { // dispatch
-			typ, payload := event.String(), data.String()
-			event.Reset()
-			data.Reset()
-			if typ != EventMessageReceived {
-				continue
-			}
-			var m MessageSummary
-			if json.Unmarshal([]byte(payload), &m) != nil || m.ID == "" {
-				// The payload is not the API's to define: list instead.
-				if err := f.catchUp(ctx, true, emit); err != nil {
-					return err
-				}
-				continue
-			}
-			if f.seen[m.ID] {
-				continue
-			}
-			f.in.fillTo(&m)
-			f.seen[m.ID] = true
-			if !emit(Event{Type: typ, Message: m}) {
-				return errStop
-			}
-			continue
+	p := &f.parser
+	*p = sseParser{retry: p.retry, retrySet: p.retrySet} // a new stream: the retry value stays until it sends another
+	var stop error
+	onEvent := func(ev sseEvent) bool {
+		if ev.Event != EventMessageReceived {
+			return true
 		}
-		name, value, _ := strings.Cut(line, ":")
-		value = strings.TrimPrefix(value, " ")
-		if name == "" && strings.HasPrefix(value, "replaced") {
-			return errReplaced
-		}
-		switch name {
-		case "event":
-			event.Reset()
-			event.WriteString(value)
-		case "data":
-			if data.Len() > 0 {
-				data.WriteByte('\n')
+		var m MessageSummary
+		if json.Unmarshal([]byte(ev.Data), &m) != nil || m.ID == "" {
+			// The payload is not the API's to define: list instead.
+			if err := f.catchUp(ctx, true, emit); err != nil {
+				stop = err
+				return false
 			}
-			data.WriteString(value)
+			return true
+		}
+		if f.seen[m.ID] {
+			return true
+		}
+		f.in.fillTo(&m)
+		f.seen[m.ID] = true
+		if !emit(Event{Type: ev.Event, Message: m}) {
+			stop = errStop
+			return false
+		}
+		return true
+	}
+	onComment := func(c string) bool {
+		if strings.HasPrefix(strings.TrimSpace(c), "replaced") {
+			stop = errReplaced
+			return false
+		}
+		return true
+	}
+	buf := make([]byte, 32<<10)
+	for {
+		n, rerr := resp.Body.Read(buf)
+		if n > 0 {
+			f.in.noteTransport(nil) // the stream speaks: the service is reachable
+			heard = true
+			idle.Reset(f.in.c.idle)
+			if !p.feed(buf[:n], onEvent, onComment) {
+				return stop
+			}
+		}
+		if rerr != nil {
+			if errors.Is(rerr, io.EOF) {
+				return io.EOF
+			}
+			return rerr
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return err
-	}
-	return io.EOF
 }
 
 // Match selects messages for WaitForMessage; every condition set must hold,

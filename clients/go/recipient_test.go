@@ -193,3 +193,30 @@ func TestCreationLimitExplains(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamRetryField: after a stream that ends, the first reconnect waits
+// the stream's last retry field (plus up to 250 ms of jitter), not the
+// backoff (clients/SCENARIOS.md, "Retries").
+func TestStreamRetryField(t *testing.T) {
+	t.Parallel()
+	f := newFake(t)
+	f.streamScript(func(w http.ResponseWriter, flush func()) {
+		fmt.Fprint(w, "retry: 1500\n: heartbeat\n\n")
+		flush()
+	})
+	in := f.inbox(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+	defer cancel()
+	for _, err := range in.Events(ctx) {
+		if !errors.Is(err, client.ErrWaitTimeout) {
+			t.Fatalf("events: %v", err)
+		}
+	}
+	opens := f.hits("GET /events")
+	if len(opens) < 2 {
+		t.Fatalf("%d streams opened; want a reconnect", len(opens))
+	}
+	if gap := opens[1].Sub(opens[0]); gap < 1500*time.Millisecond || gap > 2200*time.Millisecond {
+		t.Fatalf("the reconnect came %v after the first open; want the stream's retry (1.5 s) and the jitter", gap)
+	}
+}

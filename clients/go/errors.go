@@ -11,6 +11,21 @@ import (
 	"time"
 )
 
+// ErrUnexpectedMessage: ExpectNoMessage saw a matching message. The error
+// is an *UnexpectedMessageError carrying it.
+var ErrUnexpectedMessage = errors.New("mayfly: an unexpected message arrived")
+
+// UnexpectedMessageError is ExpectNoMessage's failure: Received is the
+// message that arrived (TypeScript and Python name it received too).
+type UnexpectedMessageError struct{ Received Message }
+
+func (e *UnexpectedMessageError) Error() string {
+	return fmt.Sprintf("%s: %q from %s at %s (id %s)", ErrUnexpectedMessage, e.Received.Subject, e.Received.From,
+		e.Received.ReceivedAt.Format(time.RFC3339), e.Received.ID)
+}
+
+func (e *UnexpectedMessageError) Unwrap() error { return ErrUnexpectedMessage }
+
 // Error is an error answer of the API: its status, its stable code, the
 // message, the details and the request id to quote when reporting a problem.
 type Error struct {

@@ -1,12 +1,234 @@
 package client
 
+// The shared inbox (SharedInbox) and the hub: the one event stream of an
+// inbox that its recipients' waits share, with a reader that reads every
+// message once for a shared inbox.
+
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
 )
+
+// hub follows an inbox's one event stream (the API allows one per inbox)
+// for all the waits of its recipients: each wait reads the messages the
+// hub has heard of, and only reads the bodies of those to its address.
+type hub struct {
+	in *Inbox
+
+	mu      sync.Mutex
+	events  []Event // every message heard of, in the order heard (oldest first)
+	primed  bool    // the first list is in
+	err     error   // why the hub stopped (the inbox gone), once it has
+	changed chan struct{}
+	refs    int // waits, event loops and shared inboxes holding the hub
+
+	// prefetch (a shared inbox's hub): one reader reads every message as
+	// it is heard of, in order, so the waits of many parallel tests make
+	// no request of their own and no read falls behind the service's
+	// request rate. bodies holds what it read, tried what it tried.
+	prefetch bool
+	bodies   map[string]Message
+	tried    map[string]bool
+	order    []string // bodies' ids, oldest first (bounded by maxBodies)
+	queue    []string // ids heard of, not yet read
+	queued   chan struct{}
+
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// acquireHub returns the inbox's running hub, starting it when none runs;
+// releaseHub gives it back. The hub holds the inbox's stream: a wait of the
+// Inbox itself meets ErrStreamBusy meanwhile.
+func (in *Inbox) acquireHub() (*hub, error) { return in.acquireHubWith(false) }
+
+// acquireHubWith is acquireHub; a hub it starts prefetches when asked.
+func (in *Inbox) acquireHubWith(prefetch bool) (*hub, error) {
+	if err := in.Gone(); err != nil {
+		return nil, err
+	}
+	in.hubMu.Lock()
+	defer in.hubMu.Unlock()
+	if h := in.hub; h != nil {
+		select {
+		case <-h.done:
+		default:
+			h.mu.Lock()
+			h.refs++
+			h.mu.Unlock()
+			return h, nil
+		}
+	}
+	if !in.streaming.CompareAndSwap(false, true) {
+		return nil, ErrStreamBusy
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &hub{in: in, changed: make(chan struct{}), refs: 1, cancel: cancel, done: make(chan struct{}),
+		prefetch: prefetch, bodies: map[string]Message{}, tried: map[string]bool{}, queued: make(chan struct{}, 1)}
+	in.hub = h
+	go h.run(ctx)
+	return h, nil
+}
+
+func (in *Inbox) releaseHub(h *hub) {
+	in.hubMu.Lock()
+	defer in.hubMu.Unlock()
+	h.mu.Lock()
+	h.refs--
+	last := h.refs == 0
+	h.mu.Unlock()
+	if !last {
+		return
+	}
+	h.cancel()
+	<-h.done
+	if in.hub == h {
+		in.hub = nil
+	}
+}
+
+// run follows the stream (or polls the list when the stream cannot be
+// opened) until the hub is released or the inbox is gone.
+func (h *hub) run(ctx context.Context) {
+	defer close(h.done)
+	defer h.in.streaming.Store(false)
+	if h.prefetch {
+		fetched := make(chan struct{})
+		defer func() { <-fetched }()
+		go func() {
+			defer close(fetched)
+			h.fetch(ctx)
+		}()
+	}
+	f := follower{in: h.in, seen: map[string]bool{}, fallback: true, listed: h.listed}
+	emit := func(ev Event) bool {
+		h.mu.Lock()
+		h.events = append(h.events, ev)
+		if h.prefetch {
+			h.queue = append(h.queue, ev.Message.ID)
+			select {
+			case h.queued <- struct{}{}:
+			default:
+			}
+		}
+		h.notify()
+		h.mu.Unlock()
+		return true
+	}
+	for ctx.Err() == nil {
+		err := f.run(ctx, true, emit)
+		var oe errOpen
+		if errors.As(err, &oe) {
+			h.in.c.log.Info("mayfly: event stream unavailable; polling the message list", "every", h.in.c.poll, "err", err)
+			err = f.poll(ctx, emit)
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if err != nil && !transient(err) {
+			h.mu.Lock()
+			h.err = err
+			if isGone(err) {
+				h.err = h.in.markGone(err)
+			}
+			h.notify()
+			h.mu.Unlock()
+			return
+		}
+		if sleep(ctx, RetryPolicy{}.withDefaults().backoff(3)) != nil {
+			return
+		}
+	}
+}
+
+// maxBodies bounds the messages a prefetching hub keeps read.
+const maxBodies = 1000
+
+// fetch is the prefetching hub's reader: it reads the messages heard of,
+// one at a time, oldest first. A message it cannot read (still pending,
+// gone, an error past the retries) is left to the wait that wants it.
+func (h *hub) fetch(ctx context.Context) {
+	for {
+		h.mu.Lock()
+		var id string
+		if len(h.queue) > 0 {
+			id, h.queue = h.queue[0], h.queue[1:]
+		}
+		h.mu.Unlock()
+		if id == "" {
+			select {
+			case <-ctx.Done():
+				return
+			case <-h.queued:
+				continue
+			}
+		}
+		var out struct {
+			Message Message `json:"message"`
+		}
+		err := h.in.call(ctx, "GET", "/messages/"+url.PathEscape(id), nil, kindRead, &out)
+		if ctx.Err() != nil {
+			return
+		}
+		h.mu.Lock()
+		h.tried[id] = true
+		if err == nil && out.Message.Status != StatusPending {
+			h.in.fillTo(&out.Message.MessageSummary)
+			h.bodies[id] = out.Message
+			h.order = append(h.order, id)
+			if len(h.order) > maxBodies {
+				delete(h.bodies, h.order[0])
+				h.order = h.order[1:]
+			}
+		} else if err != nil {
+			h.in.c.log.Info("mayfly: reading a message of the shared inbox; its wait reads it again", "id", id, "err", err)
+		}
+		h.notify()
+		h.mu.Unlock()
+	}
+}
+
+// body is the message read by the prefetching hub: ok when it is there;
+// wait when the reader has not tried it yet (the caller waits for a
+// change rather than read it itself).
+func (h *hub) body(id string) (msg Message, ok, wait bool) {
+	if !h.prefetch {
+		return Message{}, false, false
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	msg, ok = h.bodies[id]
+	return msg, ok, !ok && !h.tried[id]
+}
+
+// listed marks the hub primed once a list of the inbox is in.
+func (h *hub) listed() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.primed {
+		h.primed = true
+		h.notify()
+	}
+}
+
+// notify wakes the waits; the caller holds mu.
+func (h *hub) notify() {
+	close(h.changed)
+	h.changed = make(chan struct{})
+}
+
+// snapshot is the events heard so far (not to be changed), whether the
+// first list is in, a channel closed at the next change and the hub's end.
+func (h *hub) snapshot() ([]Event, bool, <-chan struct{}, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.events[:len(h.events):len(h.events)], h.primed, h.changed, h.err
+}
 
 // SharedInbox is one inbox shared by many tests, each with a tagged
 // address of its own (a Recipient): a test suite on a public service's

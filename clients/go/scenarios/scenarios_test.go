@@ -1,8 +1,8 @@
-package main
+package scenarios_test
 
 // The scenarios of clients/SCENARIOS.md for the Go client, each against a
-// real stack: an in-process `mayfly all` on the test cluster, mail over
-// real SMTP. clients/check-scenarios.sh checks every scenario id is named
+// real stack: `bin/mayfly all` as a process on the test cluster
+// (stack_test.go), mail over real SMTP. clients/check-scenarios.sh checks every scenario id is named
 // here ("scenario: <id>").
 
 import (
@@ -196,7 +196,9 @@ func TestScenarioParallelCreates(t *testing.T) {
 			var ok, limited atomic.Int32
 			errs := make(chan error, creations)
 			for range creations {
-				wg.Go(func() {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
 					in, err := c.CreateInbox(ctx, time.Minute)
 					var e *client.Error
 					switch {
@@ -207,7 +209,7 @@ func TestScenarioParallelCreates(t *testing.T) {
 					default:
 						errs <- err
 					}
-				})
+				}()
 			}
 			wg.Wait()
 			close(errs)
@@ -357,7 +359,9 @@ func TestScenarioRateLimit429Retried(t *testing.T) {
 	const calls = 24 // three seconds' worth at 8/s, all at once
 	var failed atomic.Int32
 	for i := range calls {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			var err error
 			if i%2 == 0 {
 				_, err = in.List(ctx, 20, 0)
@@ -368,7 +372,7 @@ func TestScenarioRateLimit429Retried(t *testing.T) {
 				failed.Add(1)
 				t.Errorf("call %d: %v", i, err)
 			}
-		})
+		}()
 	}
 	wg.Wait()
 	t.Logf("%d calls at once: %d failed, %d request-rate 429s retried, in %v", calls, failed.Load(), tr.count(429), time.Since(start).Round(time.Millisecond))

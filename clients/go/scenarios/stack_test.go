@@ -2,7 +2,6 @@ package scenarios_test
 
 import (
 	"bufio"
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -284,11 +283,4 @@ func send(t *testing.T, addr, to string, subjects ...string) {
 		}
 	}
 	c.Quit()
-}
-
-// ctxTimeout is a context ending after d or with the test.
-func ctxTimeout(t *testing.T, d time.Duration) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
 }

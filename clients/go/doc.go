@@ -13,9 +13,23 @@
 //	msg, err := inbox.WaitForMessage(ctx, client.Match{Subject: regexp.MustCompile(`Your code`)})
 //	code, ok := client.Code(msg, nil)
 //
-// In a Go test, package clienttest gives one inbox per test
-// (clienttest.NewInbox(t)), deleted when the test ends, with waits bounded
-// by the test's deadline.
+// In a Go test, package clienttest gives each test a Recipient
+// (clienttest.NewRecipient(t)): a tagged address of one inbox the test
+// binary shares, so a suite on a public service's limits (5 creations a
+// minute, 10 an hour, 20 a day per IP) costs one creation; or an inbox per
+// test (clienttest.NewInbox(t)), deleted when the test ends. Waits are
+// bounded by the test's deadline.
+//
+// # Tagged addresses and shared inboxes
+//
+// The service delivers mail for <local>+<tag>@<domain> into the inbox of
+// <local>@<domain> and records the recipient on every message
+// (MessageSummary.To). Inbox.AddressFor gives a tagged address,
+// Inbox.Recipient a Recipient whose waits, ExpectNoMessage and Events see
+// only its mail (Match.To and EventsTo do the same on the Inbox). A
+// SharedInbox (NewSharedInbox) hands out recipients of one inbox it
+// creates, extends and replaces as its lifetime asks; the recipients of
+// one inbox wait side by side on one event stream.
 //
 // # Inboxes and cookies
 //

@@ -97,8 +97,8 @@ MAYFLY_TEST_REDIS_ADDRS=$addrs go test -json -race -count=1 -timeout 8m ${GOTEST
 rc=${PIPESTATUS[0]}
 # The client's own module (standard library only: no server dependency), its
 # fault-injection tests and its examples, which run against a bin/mayfly
-# of their own on this cluster (example_main_test.go); its scenarios are in
-# cmd/mayfly.
+# of their own on this cluster (example_main_test.go), and its scenarios
+# (clients/go/scenarios) bin/mayfly all as a process of their own.
 if ((rc == 0)) && [[ ${pkgs[*]} == ./... ]]; then
 	go build -o bin/mayfly ./cmd/mayfly &&
 		(cd clients/go && MAYFLY_TEST_REDIS_ADDRS=$addrs go test -json -race -count=1 ./... |

@@ -13,9 +13,23 @@
 //	msg, err := inbox.WaitForMessage(ctx, client.Match{Subject: regexp.MustCompile(`Your code`)})
 //	code, ok := client.Code(msg, nil)
 //
-// In a Go test, package clienttest gives one inbox per test
-// (clienttest.NewInbox(t)), deleted when the test ends, with waits bounded
-// by the test's deadline.
+// In a Go test, package clienttest gives each test a Recipient
+// (clienttest.NewRecipient(t)): a tagged address of one inbox the test
+// binary shares, so a suite on a public service's limits (5 creations a
+// minute, 10 an hour, 20 a day per IP) costs one creation; or an inbox per
+// test (clienttest.NewInbox(t)), deleted when the test ends. Waits are
+// bounded by the test's deadline.
+//
+// # Tagged addresses and shared inboxes
+//
+// The service delivers mail for <local>+<tag>@<domain> into the inbox of
+// <local>@<domain> and records the recipient on every message
+// (MessageSummary.To). Inbox.AddressFor gives a tagged address,
+// Inbox.Recipient a Recipient whose waits, ExpectNoMessage and Events see
+// only its mail (Match.To and EventsTo do the same on the Inbox). A
+// SharedInbox (NewSharedInbox) hands out recipients of one inbox it
+// creates, extends and replaces as its lifetime asks; the recipients of
+// one inbox wait side by side on one event stream.
 //
 // # Inboxes and cookies
 //
@@ -38,8 +52,9 @@
 //
 //   - a request-rate 429 (RATE_LIMITED, or any 429 that is not a creation
 //     limit) and a 503 REQUEST_PROTECTION were refused before anything was
-//     done: every call, creation included, waits Retry-After (else 1 s) plus
-//     up to 250 ms of jitter and tries again;
+//     done: every call, creation included, waits Retry-After (a whole
+//     number of seconds, 0 included; else 1 s) plus up to 250 ms of jitter
+//     and tries again;
 //   - a refused connection sent nothing: every call tries again after a
 //     backoff (a random wait between zero and RetryPolicy.BaseDelay·2^n,
 //     capped at MaxDelay: full jitter);
@@ -51,7 +66,15 @@
 //     asked for in Error.RetryAfter, unless the creation asked to wait
 //     (WaitForCapacity);
 //   - a call makes at most RetryPolicy.MaxAttempts (6) attempts; a request
-//     rate still refused then matches ErrRateLimited.
+//     rate still refused then matches ErrRateLimited. A Retry-After over
+//     RetryPolicy.MaxRetryAfter (10 s) is returned, not waited, whatever the
+//     status;
+//   - after an event stream ends, the first reconnect waits the stream's
+//     last retry field plus the jitter; later ones follow the rules above,
+//     with no attempt cap (only the wait's deadline).
+//
+// The rules are one pure function whose cases, clients/testdata/retry.json,
+// the three official clients' unit tests run alike.
 //
 // Compare errors with errors.Is and the sentinels (ErrInboxGone,
 // ErrCreationLimit, ErrRateLimited, ErrWaitTimeout, ErrUnreachable, ...);

@@ -11,6 +11,21 @@ import (
 	"time"
 )
 
+// ErrUnexpectedMessage: ExpectNoMessage saw a matching message. The error
+// is an *UnexpectedMessageError carrying it.
+var ErrUnexpectedMessage = errors.New("mayfly: an unexpected message arrived")
+
+// UnexpectedMessageError is ExpectNoMessage's failure: Received is the
+// message that arrived (TypeScript and Python name it received too).
+type UnexpectedMessageError struct{ Received Message }
+
+func (e *UnexpectedMessageError) Error() string {
+	return fmt.Sprintf("%s: %q from %s at %s (id %s)", ErrUnexpectedMessage, e.Received.Subject, e.Received.From,
+		e.Received.ReceivedAt.Format(time.RFC3339), e.Received.ID)
+}
+
+func (e *UnexpectedMessageError) Unwrap() error { return ErrUnexpectedMessage }
+
 // Error is an error answer of the API: its status, its stable code, the
 // message, the details and the request id to quote when reporting a problem.
 type Error struct {
@@ -23,8 +38,11 @@ type Error struct {
 	Message   string
 	Details   map[string]any
 	RequestID string
-	// RetryAfter is the wait the service asked for (Retry-After), or 0.
+	// RetryAfter is the wait the service asked for (Retry-After, whole
+	// seconds), or 0.
 	RetryAfter time.Duration
+	// retryAfterSet: the answer had a valid Retry-After (which may be 0).
+	retryAfterSet bool
 }
 
 func (e *Error) Error() string {
@@ -68,8 +86,42 @@ func (e *Error) text() string {
 	if e.RequestID != "" {
 		b.WriteString(" (request " + e.RequestID + ")")
 	}
+	if slices.Contains(creationCodes, e.Code) {
+		b.WriteString(": " + e.creationHelp())
+	}
 	return b.String()
 }
+
+// creationHelp explains a creation limit (clients/SCENARIOS.md): the
+// window spent, the wait, and the way out.
+func (e *Error) creationHelp() string {
+	var window string
+	switch {
+	case e.Code == "ACTIVE_INBOX_LIMIT":
+		window = "this IP has the most live inboxes the service allows (the active-inbox cap); delete one or wait for one to expire"
+	case e.Code == "GLOBAL_CREATION_LIMIT":
+		window = "the service's global cap of creations is reached"
+	default:
+		span := "day"
+		if w, ok := e.Details["window"].(string); ok && w != "" {
+			span = w
+		} else if e.RetryAfter <= time.Minute {
+			span = "minute"
+		} else if e.RetryAfter <= time.Hour {
+			span = "hour"
+		}
+		window = "this IP's " + span + " of creations is spent"
+	}
+	if e.RetryAfter > 0 {
+		window += fmt.Sprintf("; retry in %d s", int((e.RetryAfter+time.Second-1)/time.Second))
+	}
+	return window + "; " + creationWayOut
+}
+
+// creationWayOut is the way out of a creation limit, in the three clients'
+// words.
+const creationWayOut = "a test suite can share one inbox and give each test its own address " +
+	"(a shared inbox and tagged addresses: see the client's README)"
 
 // Is matches e against the sentinels: by code where the API names one, by
 // status otherwise.
@@ -249,19 +301,4 @@ func (w waitTimeout) Unwrap() []error { return []error{ErrWaitTimeout, context.D
 // MAILBOX_NOT_FOUND.
 func isGone(err error) bool {
 	return errors.Is(err, ErrInboxGone) || errors.Is(err, ErrUnauthorized) || errors.Is(err, ErrMailboxNotFound)
-}
-
-// retryAfter parses a Retry-After header: seconds or an HTTP date.
-func retryAfter(h http.Header, now time.Time) time.Duration {
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.Atoi(v); err == nil && s >= 0 {
-		return time.Duration(s) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
 }

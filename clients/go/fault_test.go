@@ -117,7 +117,11 @@ func mailboxJSON() string {
 }
 
 func summaryJSON(m client.MessageSummary) string {
-	return fmt.Sprintf(`{"id":%q,"from":%q,"subject":%q,"received_at":%q,"status":%q}`, m.ID, m.From, m.Subject, apiTime(time.Now()), m.Status)
+	to := "" // a service older than sub-addressing sends none
+	if m.To != "" {
+		to = fmt.Sprintf(`,"to":%q`, m.To)
+	}
+	return fmt.Sprintf(`{"id":%q,"from":%q,"subject":%q,"received_at":%q,"status":%q%s}`, m.ID, m.From, m.Subject, apiTime(time.Now()), m.Status, to)
 }
 
 func apiError(w http.ResponseWriter, status int, code string, retryAfter int) {
@@ -129,10 +133,14 @@ func apiError(w http.ResponseWriter, status int, code string, retryAfter int) {
 	fmt.Fprintf(w, `{"error":{"code":%q,"message":"scripted"},"request_id":"r-%d"}`, code, status)
 }
 
-func (f *fake) add(subject string) client.MessageSummary {
+func (f *fake) add(subject string) client.MessageSummary { return f.addTo("", subject) }
+
+// addTo adds a message to the recipient to ("": none given, as a service
+// older than sub-addressing).
+func (f *fake) addTo(to, subject string) client.MessageSummary {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	m := client.MessageSummary{ID: fmt.Sprintf("00000000-0000-4000-8000-%012d", len(f.msgs)+1), From: "s@example.com", Subject: subject, Status: "ready"}
+	m := client.MessageSummary{ID: fmt.Sprintf("00000000-0000-4000-8000-%012d", len(f.msgs)+1), From: "s@example.com", Subject: subject, Status: "ready", To: to}
 	f.msgs = append(f.msgs, m)
 	return m
 }
@@ -311,7 +319,7 @@ func (f *fake) streamScript(scripts ...func(w http.ResponseWriter, flush func())
 		fl.Flush()
 		// The client lists the messages once the stream is open; the
 		// script starts after that list, so what it adds is news.
-		for deadline := time.Now().Add(5 * time.Second); len(f.hits("GET /messages")) == lists && time.Now().Before(deadline); {
+		for deadline := time.Now().Add(5 * time.Second); len(f.hits("GET /messages")) == lists && time.Now().Before(deadline) && r.Context().Err() == nil; {
 			time.Sleep(2 * time.Millisecond)
 		}
 		if i < len(scripts) {

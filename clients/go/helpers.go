@@ -44,24 +44,35 @@ func Links(msg Message) []string {
 
 // Link is a link of a message and its text: the anchor's text for an href
 // of html_body (tags removed, entities unescaped, white space collapsed),
-// "" for a bare link in text_body.
+// "" for a bare link in text_body that no <a> of html_body labels.
 type Link struct {
 	URL  string `json:"url"`
 	Text string `json:"text"`
 }
 
 // LinksWithText returns the links of Links, in the same order and each
-// once, with their text: follow "the link labelled Verify".
+// once, with their text: follow "the link labelled Verify". A link found
+// in both parts keeps its place (the text part's) and takes the text of
+// its first <a> that has one, so in a text+HTML mail the link labelled
+// "Verify your email" has that text.
 func LinksWithText(msg Message) []Link {
 	var out []Link
-	seen := map[string]bool{}
+	at := map[string]int{} // a URL's place in out
 	add := func(u, text string) {
 		u = strings.TrimSpace(unescape(u))
 		lower := strings.ToLower(u)
-		if !strings.HasPrefix(lower, "http://") && !strings.HasPrefix(lower, "https://") || seen[u] {
+		if !strings.HasPrefix(lower, "http://") && !strings.HasPrefix(lower, "https://") {
 			return
 		}
-		seen[u] = true
+		if i, ok := at[u]; ok {
+			// Its first place stays; the text is its first <a>'s that
+			// has one (the text part's bare link has none).
+			if out[i].Text == "" {
+				out[i].Text = text
+			}
+			return
+		}
+		at[u] = len(out)
 		out = append(out, Link{URL: u, Text: text})
 	}
 	for _, u := range textLinkRE.FindAllString(msg.TextBody, -1) {

@@ -439,6 +439,12 @@ func TestCLI(t *testing.T) {
 	if _, code := mayfly("list"); code != cli.ExitGone {
 		t.Errorf("list without an inbox: exit %d, want %d", code, cli.ExitGone)
 	}
+	// delete is idempotent, like the clients' Delete: exit 0, saying so.
+	errw.Reset()
+	if code := cli.Main("mayfly inbox", []string{"delete"}, func(k string) string { return env[k] }, io.Discard, &errw); code != cli.ExitOK ||
+		!strings.Contains(errw.String(), "already deleted") {
+		t.Errorf("delete after delete: exit %d, %q; want 0 saying it was already deleted", code, errw.String())
+	}
 	// Nothing listens: exit 5, unreachable.
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -648,4 +654,45 @@ func TestCLIUnreachableAndEventsTimeout(t *testing.T) {
 		t.Fatalf("wait on a stopped service: exit %d after %v: %s; want %d after about 10 s, naming %s",
 			code, took, out, cli.ExitUnreachable, s.api)
 	}
+}
+
+// sendMail delivers one raw message; from a goroutine of its own too (it
+// reports with Errorf).
+func sendMail(t *testing.T, addr, to, raw string) {
+	t.Helper()
+	if err := smtp.SendMail(addr, nil, "shop@example.com", []string{to}, []byte(raw)); err != nil {
+		t.Errorf("SendMail: %v", err)
+	}
+}
+
+func codeMail(to, subject, code string) string {
+	return "From: Shop <shop@example.com>\r\nTo: <" + to + ">\r\nSubject: " + subject + "\r\n" +
+		"Message-ID: <" + fmt.Sprint(time.Now().UnixNano()) + "@example.com>\r\n\r\n" +
+		"Welcome! Your verification code is " + code + ".\r\nIt expires in 10 minutes.\r\n"
+}
+
+// scenarioLimits is the stack of clients/SCENARIOS.md: the spec's request
+// rate (8/s) and creation limits that allow a suite's inboxes.
+var scenarioLimits = map[string]string{
+	"MAYFLY_RATE_REQUESTS_PER_SECOND": "8",
+	"MAYFLY_RATE_CREATE_PER_MINUTE":   "100",
+	"MAYFLY_RATE_CREATE_PER_HOUR":     "1000",
+	"MAYFLY_RATE_CREATE_PER_DAY":      "10000",
+	"MAYFLY_RATE_ACTIVE_PER_IP":       "50",
+}
+
+// scenarioInbox starts a stack with the scenario limits and creates an
+// inbox on it with a client of its own, under a context of the given
+// timeout that ends with the test.
+func scenarioInbox(t *testing.T, timeout time.Duration) (*stack, context.Context, *client.Inbox) {
+	t.Helper()
+	s := startStack(t, scenarioLimits)
+	c, _ := client.New(s.api)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	in, err := c.CreateInbox(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, ctx, in
 }

@@ -78,7 +78,8 @@ commands:
                           wait starts), a message id (one received after it), an
                           RFC 3339 time (one received after it)
   extend [--minutes 10]   extend the inbox; print the expiry granted
-  delete                  delete the inbox and forget it
+  delete                  delete the inbox and forget it; exit 0 when it was
+                          already gone (deleted or expired), saying which
   events [--timeout D]    print each new message as a JSON line, until
                           interrupted, the inbox is gone or --timeout
   list-inboxes [--json]   the jar's inboxes: name, address, expiry
@@ -217,7 +218,11 @@ func (t *tool) run(ctx context.Context, args []string) int {
 		return t.fail(err)
 	}
 	if !ok {
-		if d, deleted := deletedEntry(t.jar, t.name); deleted {
+		if d, deleted := deletedEntry(t.jar, t.name); deleted && cmd == "delete" {
+			// delete is idempotent, like the clients' Delete.
+			fmt.Fprintf(t.errw, "%s: the inbox %q (%s) was already deleted at %s\n", t.prog, t.name, d.Address, stamp(d.At))
+			return ExitOK
+		} else if deleted {
 			fmt.Fprintf(t.errw, "%s: the inbox %q (%s) was deleted at %s by `%s delete` (create one with `%s new`)\n",
 				t.prog, t.name, d.Address, stamp(d.At), t.prog, t.prog)
 			return ExitGone
@@ -425,8 +430,14 @@ func (t *tool) command(ctx context.Context, cmd string, args []string, in *clien
 		}
 		fmt.Fprintln(t.out, stamp(m.ExpiresAt))
 	case "delete":
-		if err := in.Delete(ctx); err != nil && !errors.Is(err, client.ErrInboxGone) {
+		existed, err := in.DeleteExisted(ctx)
+		if err != nil && !errors.Is(err, client.ErrInboxGone) {
 			return t.fail(err)
+		}
+		if existed {
+			fmt.Fprintf(t.errw, "%s: deleted the inbox %s\n", t.prog, in.Mailbox().Address)
+		} else {
+			fmt.Fprintf(t.errw, "%s: the inbox %s was already gone (expired or deleted elsewhere)\n", t.prog, in.Mailbox().Address)
 		}
 	case "events":
 		// The client's events end at 20 s without a deadline: the tool

@@ -1,8 +1,8 @@
-package main
+package scenarios_test
 
 // The scenarios of clients/SCENARIOS.md for the Go client, each against a
-// real stack: an in-process `mayfly all` on the test cluster, mail over
-// real SMTP. clients/check-scenarios.sh checks every scenario id is named
+// real stack: `bin/mayfly all` as a process on the test cluster
+// (stack_test.go), mail over real SMTP. clients/check-scenarios.sh checks every scenario id is named
 // here ("scenario: <id>").
 
 import (
@@ -196,7 +196,9 @@ func TestScenarioParallelCreates(t *testing.T) {
 			var ok, limited atomic.Int32
 			errs := make(chan error, creations)
 			for range creations {
-				wg.Go(func() {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
 					in, err := c.CreateInbox(ctx, time.Minute)
 					var e *client.Error
 					switch {
@@ -207,7 +209,7 @@ func TestScenarioParallelCreates(t *testing.T) {
 					default:
 						errs <- err
 					}
-				})
+				}()
 			}
 			wg.Wait()
 			close(errs)
@@ -357,7 +359,9 @@ func TestScenarioRateLimit429Retried(t *testing.T) {
 	const calls = 24 // three seconds' worth at 8/s, all at once
 	var failed atomic.Int32
 	for i := range calls {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			var err error
 			if i%2 == 0 {
 				_, err = in.List(ctx, 20, 0)
@@ -368,7 +372,7 @@ func TestScenarioRateLimit429Retried(t *testing.T) {
 				failed.Add(1)
 				t.Errorf("call %d: %v", i, err)
 			}
-		})
+		}()
 	}
 	wg.Wait()
 	t.Logf("%d calls at once: %d failed, %d request-rate 429s retried, in %v", calls, failed.Load(), tr.count(429), time.Since(start).Round(time.Millisecond))
@@ -952,4 +956,189 @@ func TestScenarioWaitUnreachable(t *testing.T) {
 	}
 	within(t, "the unreachable wait", time.Since(start), client.DefaultUnreachableAfter, client.DefaultUnreachableAfter+4*time.Second)
 	t.Logf("%v after %v", err, time.Since(start).Round(time.Millisecond))
+}
+
+// TestScenarioRecipientScopedWait — scenario: recipient-scoped-wait
+// Recipients A and B of one inbox: a wait scoped to A never returns B's
+// mail (though it came first, with the same subject); ExpectNoMessage
+// scoped to A is not failed by mail to B; events scoped to B yield only
+// B's mail; a wait of the inbox with To returns B's first mail; mail to the
+// inbox's own address has To equal to it.
+func TestScenarioRecipientScopedWait(t *testing.T) {
+	t.Parallel()
+	s, ctx, in := scenarioInbox(t, 60*time.Second)
+	a, err := in.Recipient("alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := in.Recipient("bob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if addr, err := in.AddressFor("alice"); err != nil || !strings.EqualFold(addr, a.Address()) {
+		t.Fatalf("AddressFor(alice) = %q, %v; want %s", addr, err, a.Address())
+	}
+	own := strings.ToLower(in.Mailbox().Address)
+	sendMail(t, s.smtp, b.Address(), codeMail(b.Address(), "Your code", "222222"))
+	sendMail(t, s.smtp, own, codeMail(own, "Your code", "000000"))
+	sendMail(t, s.smtp, a.Address(), codeMail(a.Address(), "Your code", "111111"))
+	match := client.Match{Subject: regexp.MustCompile(`^Your code$`)}
+	msg, err := a.WaitForMessage(ctx, match)
+	if err != nil || msg.To != a.Address() {
+		t.Fatalf("the wait scoped to A: to %q, %v; want A's mail (%s)", msg.To, err, a.Address())
+	}
+	if code, _ := client.Code(msg, nil); code != "111111" {
+		t.Fatalf("the wait scoped to A gave code %s; want A's 111111", code)
+	}
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		sendMail(t, s.smtp, b.Address(), codeMail(b.Address(), "Your code", "333333"))
+	}()
+	if err := a.ExpectNoMessage(ctx, client.Match{}, 2*time.Second); err != nil {
+		t.Fatalf("ExpectNoMessage scoped to A while mail goes to B: %v", err)
+	}
+	// Events scoped to B: mail to A, then to B; only B's is yielded.
+	ectx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	opened := s.served("GET /events")
+	go func() {
+		s.awaitServed("GET /events", opened+1)
+		time.Sleep(300 * time.Millisecond) // the hub's list follows the stream's opening
+		sendMail(t, s.smtp, a.Address(), codeMail(a.Address(), "For A", "444444"))
+		sendMail(t, s.smtp, b.Address(), codeMail(b.Address(), "For B", "555555"))
+	}()
+	for ev, err := range b.Events(ectx) {
+		if err != nil {
+			t.Fatalf("events scoped to B: %v", err)
+		}
+		if ev.Message.To != b.Address() || ev.Message.Subject != "For B" {
+			t.Fatalf("events scoped to B yielded %q to %s", ev.Message.Subject, ev.Message.To)
+		}
+		break
+	}
+	// The inbox's own wait with To: B's first mail (code 222222).
+	first, err := in.WaitForMessage(ctx, client.Match{To: strings.ToUpper(b.Address()), Subject: match.Subject})
+	if code, _ := client.Code(first, nil); err != nil || code != "222222" || first.To != b.Address() {
+		t.Fatalf("the inbox's wait with To B: code %q to %q, %v; want B's first (222222)", code, first.To, err)
+	}
+	mine, err := in.WaitForMessage(ctx, client.Match{To: own, Since: client.SinceTime(time.Time{})})
+	if code, _ := client.Code(mine, nil); err != nil || code != "000000" || mine.To != own {
+		t.Fatalf("mail to the inbox's own address: code %q to %q, %v; want 000000 to %s", code, mine.To, err, own)
+	}
+}
+
+// TestScenarioSharedInboxFixture — scenario: shared-inbox-fixture
+// The default fixture (clienttest.NewRecipient) in three tests that each
+// get mail at their address: one inbox (one creation) serves the three.
+func TestScenarioSharedInboxFixture(t *testing.T) {
+	t.Parallel()
+	s := startStack(t, scenarioLimits)
+	addrs := make(chan string, 3)
+	t.Run("group", func(t *testing.T) {
+		for i := range 3 {
+			t.Run(fmt.Sprint("test-", i), func(t *testing.T) {
+				t.Parallel()
+				r := clienttest.NewRecipientAt(t, s.api)
+				addrs <- r.Address()
+				code := fmt.Sprintf("%06d", 424240+i)
+				sendMail(t, s.smtp, r.Address(), codeMail(r.Address(), "Your code", code))
+				msg, err := r.WaitForMessage(clienttest.Context(t), client.Match{Subject: regexp.MustCompile(`code`)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got, _ := client.Code(msg, nil); got != code || msg.To != r.Address() {
+					t.Fatalf("code %q to %s; want its own %s", got, msg.To, code)
+				}
+			})
+		}
+	})
+	close(addrs)
+	seen := map[string]bool{}
+	for a := range addrs {
+		if seen[a] || !strings.Contains(a, "+") {
+			t.Errorf("address %s: want three different tagged addresses", a)
+		}
+		seen[a] = true
+	}
+	shared := clienttest.Shared(s.api)
+	if shared == nil || shared.Creations() != 1 {
+		t.Fatalf("the fixture's shared inbox: %v; want one creation for the three tests", shared)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := shared.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestScenarioSharedInboxReplaced — scenario: shared-inbox-replaced
+// With the shared inbox's clock 56 minutes ahead, the 60-minute cap is
+// within 5 minutes: the recipient is of a new inbox (one creation), the
+// old one deleted. With it 6 minutes ahead, the inbox that expires within
+// 5 minutes is extended (no creation).
+func TestScenarioSharedInboxReplaced(t *testing.T) {
+	t.Parallel()
+	s := startStack(t, scenarioLimits)
+	c, _ := client.New(s.api)
+	var skew atomic.Int64
+	shared := client.NewSharedInbox(c, client.SharedClock(func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	defer shared.Close(ctx)
+	first, err := shared.Recipient(ctx, "first")
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := first.Inbox()
+	skew.Store(int64(56 * time.Minute))
+	next, err := shared.Recipient(ctx, "after the cap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next.Inbox() == old || next.Inbox().Mailbox().ID == old.Mailbox().ID || shared.Creations() != 2 {
+		t.Fatalf("near its cap: recipient of %s, %d creations; want a new inbox (2 creations)", next.Inbox().Mailbox().ID, shared.Creations())
+	}
+	if _, err := old.Current(ctx); !errors.Is(err, client.ErrInboxGone) {
+		t.Fatalf("the replaced inbox: %v; want it deleted (ErrInboxGone)", err)
+	}
+	before := next.Inbox().Mailbox().ExpiresAt
+	skew.Store(int64(6 * time.Minute))
+	third, err := shared.Recipient(ctx, "near expiry")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if third.Inbox() != next.Inbox() || shared.Creations() != 2 || !third.Inbox().Mailbox().ExpiresAt.After(before) {
+		t.Fatalf("near expiry: %d creations, expires %v (was %v); want the same inbox extended",
+			shared.Creations(), third.Inbox().Mailbox().ExpiresAt, before)
+	}
+}
+
+// TestScenarioCreationLimitExplains — scenario: creation-limit-explains
+// On a stack whose minute of creations is spent, a creation fails at once
+// (one request, no retry) with the creation-limit error naming the window,
+// the wait and the way out.
+func TestScenarioCreationLimitExplains(t *testing.T) {
+	t.Parallel()
+	limits := maps.Clone(scenarioLimits)
+	limits["MAYFLY_RATE_CREATE_PER_MINUTE"] = "1"
+	s := startStack(t, limits)
+	tr := &counting{}
+	c, _ := client.New(s.api, client.WithHTTPClient(&http.Client{Transport: tr, Timeout: 10 * time.Second}))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := c.CreateInbox(ctx, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	before := tr.count(http.StatusTooManyRequests)
+	start := time.Now()
+	_, err := c.CreateInbox(ctx, time.Minute)
+	if !errors.Is(err, client.ErrCreationLimit) || time.Since(start) > time.Second || tr.count(http.StatusTooManyRequests) != before+1 {
+		t.Fatalf("a creation past the minute's: %v after %v, %d 429s; want the creation-limit error at once, one request",
+			err, time.Since(start), tr.count(http.StatusTooManyRequests)-before)
+	}
+	for _, want := range []string{"this IP's minute of creations", "retry in ", " s;", "a shared inbox and tagged addresses"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the creation-limit error %q does not say %q", err, want)
+		}
+	}
 }

@@ -152,7 +152,10 @@ func (s *session) Data(r io.Reader) error {
 		return s.failData(err)
 	}
 	s.srv.metrics.messages.WithLabelValues("accepted").Inc()
-	s.srv.logClient(slog.LevelInfo, "smtp message accepted", s.conn.ip, slog.Int("recipients", len(s.rcpts)),
+	// At debug: a line per accepted message was a write(2) per message
+	// on the hot path (issue 35), and mayfly_smtp_messages_total counts
+	// them. Refusals and messages stored as failed stay at info.
+	s.srv.logClient(slog.LevelDebug, "smtp message accepted", s.conn.ip, slog.Int("recipients", len(s.rcpts)),
 		slog.String("status", string(msg.Status)), slog.Int("bytes", size))
 	return nil
 }

@@ -43,6 +43,8 @@ func main() {
 
 type binary struct{ name, path string }
 
+var runID = strconv.FormatInt(time.Now().Unix()%(36*36*36*36), 36)
+
 func run() error {
 	var (
 		bins   = flag.String("bins", "", "name=path,… of the mayfly binaries to compare (required)")
@@ -108,6 +110,7 @@ type phaseCount struct {
 	smtpW, redisW, logW  float64 // node write syscalls
 	httpW, otherW        float64
 	errs                 int
+	wall                 float64 // µs per operation (noisy on a busy machine)
 }
 
 func (p phaseCount) String() string {
@@ -117,7 +120,9 @@ func (p phaseCount) String() string {
 
 // measure starts b, runs the three phases and returns their counts.
 func measure(b binary, round, index int, addrs []string, msgs, pages, conc int, dir string, trace bool) ([]phaseCount, error) {
-	tag := fmt.Sprintf("wk%d%s", round, b.name)
+	// A prefix of its own per run: inboxes of an earlier run still hold
+	// their clients' active slots.
+	tag := fmt.Sprintf("wk%s%d%s", runID, round, strings.NewReplacer("+", "", "-", "").Replace(b.name))
 	n, err := startNode(b, tag, addrs, dir, trace)
 	if err != nil {
 		return nil, err
@@ -159,6 +164,7 @@ func measure(b binary, round, index int, addrs []string, msgs, pages, conc int, 
 		after := snap(addrs)
 		pc := diff(name, ops, before, after)
 		pc.errs = errs
+		pc.wall = float64(t1.Sub(t0).Microseconds()) / float64(ops)
 		n.mark(name, t0, t1)
 		out = append(out, pc)
 	}
@@ -424,8 +430,8 @@ func diff(name string, ops int, before, after []redisSnap) phaseCount {
 // markdown table.
 func report(w io.Writer, bs []binary, results map[string][]phaseCount, conc int) {
 	fmt.Fprintf(w, "\nper message / per page, c=%d, median of rounds\n\n", conc)
-	fmt.Fprintln(w, "| phase | binary | Redis reads (primaries) | commands | replicated commands | replicated bytes | replica reads | SMTP writes | Redis writes | log writes | HTTP writes | errors |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| phase | binary | Redis reads (primaries) | commands | replicated commands | replicated bytes | replica reads | SMTP writes | Redis writes | log writes | HTTP writes | wall µs (noisy) | errors |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, ph := range []string{"smtp 1", "smtp 100", "list"} {
 		for _, b := range bs {
 			var rows []phaseCount
@@ -449,7 +455,7 @@ func report(w io.Writer, bs []binary, results map[string][]phaseCount, conc int)
 			for _, r := range rows {
 				errs += r.errs
 			}
-			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d |\n", ph, b.name,
+			fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %d |\n", ph, b.name,
 				med(func(p phaseCount) float64 { return p.reads }),
 				med(func(p phaseCount) float64 { return p.calls }),
 				med(func(p phaseCount) float64 { return p.replCalls }),
@@ -459,6 +465,7 @@ func report(w io.Writer, bs []binary, results map[string][]phaseCount, conc int)
 				med(func(p phaseCount) float64 { return p.redisW }),
 				med(func(p phaseCount) float64 { return p.logW }),
 				med(func(p phaseCount) float64 { return p.httpW }),
+				strings.TrimSuffix(med(func(p phaseCount) float64 { return p.wall }), ".00"),
 				errs)
 		}
 	}

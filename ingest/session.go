@@ -75,8 +75,7 @@ func (s *session) Mail(_ string, _ *smtp.MailOptions) error {
 	if s.conn.counted {
 		err, s.conn.counted = s.conn.firstMail, false
 	} else {
-		_, mail := s.srv.rules(s.conn)
-		err = s.srv.allow(mail, s.conn.ip, errMailRate)
+		err = s.srv.takeMail(s.conn)
 	}
 	if err != nil {
 		return s.refuse(err)
@@ -249,9 +248,13 @@ func (s *session) deliver(msg storage.NewMessage, why string) error {
 // Reset ends the transaction (RSET, a new EHLO, or after DATA).
 func (s *session) Reset() { s.rcpts = s.rcpts[:0] }
 
-// Logout is called when the connection closes; the slot is freed by the
-// connection itself.
-func (s *session) Logout() error { return nil }
+// Logout is called when the connection closes (and at STARTTLS); the slot
+// is freed by the connection itself, the unused transactions of its lease
+// are handed back here.
+func (s *session) Logout() error {
+	s.srv.giveMail(s.conn)
+	return nil
+}
 
 // chunk is the unit a message is read in. Most messages fit one; chunks
 // come from a pool (chunks) rather than being allocated and zeroed per

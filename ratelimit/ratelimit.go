@@ -145,7 +145,7 @@ type Limiter struct {
 	cfg    Config
 	keys   keys
 
-	short, window, reserve, release, extend *rueidis.Lua
+	short, take, give, window, reserve, release, extend *rueidis.Lua
 
 	// Script arguments fixed by the config, built once so the per-request
 	// path allocates only its key.
@@ -171,6 +171,8 @@ func New(client rueidis.Client, cfg Config) *Limiter {
 		cfg:        cfg,
 		keys:       newKeys(cfg.KeyPrefix),
 		short:      script("count.lua"),
+		take:       script("take.lua"),
+		give:       script("give.lua"),
 		window:     script("window.lua"),
 		reserve:    script("reserve.lua", "slots.lua"),
 		release:    script("release.lua", "slots.lua"),
@@ -333,6 +335,82 @@ func (l *Limiter) countAll(ctx context.Context, client string, rules []Rule) ([]
 		}
 	}
 	return out, nil
+}
+
+// Lease is a share of a rule's current window taken at once by Take: hits
+// a caller may admit without asking again, until the window ends.
+type Lease struct {
+	// Granted is how many hits are admitted, 0 to the number asked for;
+	// when 0, Decision is the refusal.
+	Granted  int
+	Decision Decision
+	// Window is the window's number (for Give), End its end on this node's
+	// clock: an unused hit is void from then on, since it was counted in
+	// this window and not the next.
+	Window int64
+	End    time.Time
+}
+
+// Take counts up to want hits by client against r at once, as many as the
+// window has room for (take.lua; a refused lease counts nothing): a
+// connection that sends many transactions asks Redis once per lease instead
+// of once per transaction. The window never admits more than r.Limit: the
+// count holds every hit granted and not handed back (Give), and a lease is
+// granted only room below the limit. What it may do is refuse early: while
+// a lease's hits are unused, another connection of the same client finds
+// them counted, until Give hands them back. A rule whose window is longer than ShortWindow is
+// leased one hit at a time. Errors wrap ErrInvalid or ErrUnavailable.
+func (l *Limiter) Take(ctx context.Context, r Rule, client string, want int) (Lease, error) {
+	if err := r.valid(); err != nil {
+		return Lease{}, err
+	}
+	if want < 1 || r.Window > ShortWindow {
+		want = 1
+	}
+	now := l.now().UnixMilli()
+	win := r.Window.Milliseconds()
+	w := now / win
+	lease := Lease{Window: w, End: time.UnixMilli((w + 1) * win)}
+	if r.Window > ShortWindow {
+		d, err := l.count(ctx, client, r)
+		if err != nil {
+			return Lease{}, err
+		}
+		if d.Allowed {
+			lease.Granted = 1
+		}
+		lease.Decision = d
+		return lease, nil
+	}
+	n, err := l.take.Exec(ctx, l.client, []string{l.keys.window(r.Name, client, w)},
+		[]string{strconv.FormatInt(2*win, 10), strconv.Itoa(want), strconv.Itoa(r.Limit)}).AsInt64()
+	if err != nil {
+		return Lease{}, fmt.Errorf("%w: %s: %w", ErrUnavailable, r.Name, err)
+	}
+	lease.Granted = int(n)
+	if lease.Granted > 0 {
+		lease.Decision = Decision{Allowed: true}
+	} else {
+		lease.Decision = Decision{Kind: Kind(r.Name), RetryAfter: ceilSeconds(max((w+1)*win-now, 1))}
+	}
+	return lease, nil
+}
+
+// Give hands back n unused hits of a lease of window w (Lease.Window) on
+// r, so that the client's other connections may use them; a window already
+// over is left alone. Errors wrap ErrInvalid or ErrUnavailable.
+func (l *Limiter) Give(ctx context.Context, r Rule, client string, w int64, n int) error {
+	if err := r.valid(); err != nil {
+		return err
+	}
+	if n < 1 || r.Window > ShortWindow {
+		return nil
+	}
+	err := l.give.Exec(ctx, l.client, []string{l.keys.window(r.Name, client, w)}, []string{strconv.Itoa(n)}).Error()
+	if err != nil {
+		return fmt.Errorf("%w: give %s: %w", ErrUnavailable, r.Name, err)
+	}
+	return nil
 }
 
 // AllowGlobalCreation counts one creation against the service-wide minute

@@ -87,6 +87,7 @@ func (s *Server) wrap(route string, h handlerFunc) fasthttp.RequestHandler {
 		(*c).Inc()
 	}
 	latency := s.metrics.latency.WithLabelValues(route)
+	together := togetherRoutes[route]
 	return func(ctx *fasthttp.RequestCtx) {
 		start := time.Now()
 		setRequestID(ctx)
@@ -119,19 +120,11 @@ func (s *Server) wrap(route string, h handlerFunc) fasthttp.RequestHandler {
 		c, cancel := context.WithTimeout(context.Background(), s.cfg.RedisTimeout)
 		defer cancel()
 		cl := &call{ctx: c, client: s.clientKey(ctx)}
-		d, err := s.allowRequest(ctx, cl)
-		if err == nil && !d.Allowed {
-			err = s.refuse(d)
-		}
-		switch {
-		case err != nil:
-		case bodyRefused(ctx) && route != routeCreate:
-			// Only creation does anything with a refused body (it counts it
-			// against the creation windows); every other route answers 413
-			// at once, whatever it would do with a body it ignores.
-			err = errBodyTooLarge.with(map[string]any{"limit_bytes": s.cfg.MaxBodyBytes})
-		default:
-			err = h(ctx, cl)
+		var err error
+		if together && !bodyRefused(ctx) && s.hint.take(cl.client, start, s.limiter.Config().RequestsPerSecond) {
+			err = s.countWith(ctx, cl, h)
+		} else {
+			err = s.countThen(ctx, route, cl, h)
 		}
 		if err != nil {
 			s.fail(ctx, route, err)
@@ -142,6 +135,60 @@ func (s *Server) wrap(route string, h handlerFunc) fasthttp.RequestHandler {
 	}
 }
 
+// countThen counts the request, then runs the handler if it is admitted,
+// and returns the error to answer with.
+func (s *Server) countThen(ctx *fasthttp.RequestCtx, route string, cl *call, h handlerFunc) error {
+	d, err := s.allowRequest(ctx.IsGet() || ctx.IsHead(), cl)
+	if err == nil && !d.Allowed {
+		s.hint.refused(cl.client, time.Now())
+		err = s.refuse(d)
+	}
+	switch {
+	case err != nil:
+	case bodyRefused(ctx) && route != routeCreate:
+		// Only creation does anything with a refused body (it counts it
+		// against the creation windows); every other route answers 413
+		// at once, whatever it would do with a body it ignores.
+		err = errBodyTooLarge.with(map[string]any{"limit_bytes": s.cfg.MaxBodyBytes})
+	default:
+		err = h(ctx, cl)
+	}
+	return err
+}
+
+// togetherRoutes are the reads whose request count and own Redis call go
+// out at once while the client is well under its limit (countWith): one
+// round trip instead of two. Their handlers only read, and write nothing
+// to the response that an answer of 429 would not replace.
+var togetherRoutes = map[string]bool{"GET /messages": true, "GET /messages/{id}": true}
+
+// countWith runs a read's rate count and its handler at once and returns
+// the error to answer with, as countThen would have: a refusal discards
+// whatever the handler wrote for the 429 (the read was made, but nothing
+// of it is sent); a count that cannot reach Redis lets the read through,
+// as allowRequest does.
+func (s *Server) countWith(ctx *fasthttp.RequestCtx, cl *call, h handlerFunc) error {
+	var d ratelimit.Decision
+	var cerr error
+	counted := make(chan struct{})
+	go func() {
+		defer close(counted)
+		d, cerr = s.allowRequest(true, cl)
+	}()
+	err := h(ctx, cl)
+	<-counted
+	switch {
+	case cerr != nil:
+		err = cerr
+	case !d.Allowed:
+		s.hint.refused(cl.client, time.Now())
+		ctx.ResetBody()
+		ctx.Response.Header.DelAllCookies()
+		err = s.refuse(d)
+	}
+	return err
+}
+
 // allowRequest is the per-client request rate check. A read (GET, HEAD)
 // whose check cannot reach Redis is served anyway (fails open): the
 // client's counter lives on one primary, the mailbox on another, and a
@@ -150,8 +197,8 @@ func (s *Server) wrap(route string, h handlerFunc) fasthttp.RequestHandler {
 // half of the request's Redis budget, so the read itself keeps the rest.
 // Writes still fail closed (503): creation has its own limits on the same
 // primary, and a write that cannot be counted is not let through.
-func (s *Server) allowRequest(ctx *fasthttp.RequestCtx, cl *call) (ratelimit.Decision, error) {
-	if !ctx.IsGet() && !ctx.IsHead() {
+func (s *Server) allowRequest(read bool, cl *call) (ratelimit.Decision, error) {
+	if !read {
 		return s.limiter.AllowRequest(cl.ctx, cl.client)
 	}
 	c, cancel := context.WithTimeout(cl.ctx, s.cfg.RedisTimeout/2)

@@ -46,6 +46,7 @@ type Mailboxes interface {
 // it. Errors wrap ratelimit.ErrUnavailable.
 type Limiter interface {
 	AllowRequest(ctx context.Context, client string) (ratelimit.Decision, error)
+	Config() ratelimit.Config // the limits in force (RequestsPerSecond)
 	ReserveCreation(ctx context.Context, client, mailbox string, lifetime time.Duration, valid bool) (ratelimit.Decision, error)
 	AllowGlobalCreation(ctx context.Context) (ratelimit.Decision, error)
 	Release(ctx context.Context, client, mailbox string) error
@@ -147,12 +148,14 @@ type Server struct {
 	draining    atomic.Bool // set by Drain
 	// event streams a write timeout ended, for the log (events.go)
 	writeTimeouts timeoutLog
+	// what this node saw of each client's request rate (wrap)
+	hint *rateHint
 }
 
 // New returns an edge server. metrics may be nil.
 func New(store Mailboxes, limiter Limiter, cfg Config, log *slog.Logger, metrics *Metrics) *Server {
 	s := &Server{store: store, limiter: limiter, cfg: cfg.withDefaults(), log: log, metrics: metrics,
-		hub: newHub(store), stopStreams: make(chan struct{})}
+		hub: newHub(store), stopStreams: make(chan struct{}), hint: newRateHint()}
 	if s.metrics == nil {
 		s.metrics = NewMetrics(nil)
 	}

@@ -93,28 +93,68 @@ func (s *Server) refuseConn(c *conn, err error) {
 	c.closeRefused()
 }
 
-// allow counts one hit of client against r and returns refused when over
-// the limit. A limiter that cannot reach Redis admits the hit unless
-// Config.LimitsFailClosed: the limits protect Redis and the node, and with
-// Redis down the recipient check already answers 451, so failing closed
-// would mostly hide the real cause (the default); failing closed answers
-// 451 4.3.0 at once instead.
-func (s *Server) allow(r ratelimit.Rule, client string, refused error) error {
+// maxLease is the most transactions a connection leases at once. A lease
+// doubles from 2 up to it, so a connection that sends one more message
+// leases few, and one that sends a hundred asks Redis 9 times instead of 99.
+const maxLease = 16
+
+// mailLease is a connection's share of its transaction window.
+type mailLease struct {
+	left   int       // transactions admitted and not used yet
+	size   int       // the last lease's size asked for
+	window int64     // the window they were counted in (ratelimit.Lease)
+	end    time.Time // when they become void
+}
+
+// takeMail admits a transaction of c after its first, from c's lease or a
+// new one (ratelimit.Limiter.Take), and returns the refusal (or nil); a
+// Redis failure is handled as limitUnavailable says. The window never
+// admits more than its limit; an unused lease makes the client's other
+// connections refused sooner until the lease is handed back (giveMail) or
+// its window ends.
+func (s *Server) takeMail(c *conn) error {
+	now := time.Now()
+	if c.lease.left > 0 && now.Before(c.lease.end) {
+		c.lease.left--
+		return nil
+	}
+	c.lease.left = 0
+	_, rule := s.rules(c)
+	c.lease.size = min(max(2*c.lease.size, 2), maxLease)
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RedisTimeout)
 	defer cancel()
-	d, err := s.limiter.Allow(ctx, r, client)
+	lease, err := s.limiter.Take(ctx, rule, c.ip, c.lease.size)
 	if err != nil {
-		return s.limitUnavailable(r.Name, client, err)
+		return s.limitUnavailable(rule.Name, c.ip, err)
 	}
-	if !d.Allowed {
-		return refused
+	if lease.Granted == 0 {
+		return errMailRate
 	}
+	c.lease = mailLease{left: lease.Granted - 1, size: c.lease.size, window: lease.Window, end: lease.End}
 	return nil
 }
 
+// giveMail hands back the unused transactions of c's lease, while their
+// window lasts. A failure leaves them counted: the client's other
+// connections may be refused sooner until the window ends, never later.
+func (s *Server) giveMail(c *conn) {
+	left := c.lease.left
+	c.lease.left = 0
+	if left == 0 || !time.Now().Before(c.lease.end) {
+		return
+	}
+	_, rule := s.rules(c)
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RedisTimeout)
+	defer cancel()
+	if err := s.limiter.Give(ctx, rule, c.ip, c.lease.window, left); err != nil {
+		s.metrics.redisErrors.Inc()
+		s.logClient(slog.LevelDebug, "smtp lease not handed back", c.ip, slog.Any("err", err))
+	}
+}
+
 // allowConn counts a new connection c and its first transaction, and
-// returns the refusal (or nil) of each; a Redis failure is handled as allow
-// does.
+// returns the refusal (or nil) of each; a Redis failure is handled as
+// limitUnavailable says.
 func (s *Server) allowConn(c *conn) (conn, mail error) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RedisTimeout)
 	defer cancel()
@@ -154,7 +194,10 @@ func (s *Server) isRelay(ip netip.Addr) bool {
 }
 
 // limitUnavailable counts a limiter failure and returns what the hit gets:
-// nil (admitted) unless Config.LimitsFailClosed.
+// nil (admitted) unless Config.LimitsFailClosed. The limits protect Redis
+// and the node, and with Redis down the recipient check already answers
+// 451, so failing closed would mostly hide the real cause (the default);
+// failing closed answers 451 4.3.0 at once instead.
 func (s *Server) limitUnavailable(rule, client string, err error) error {
 	s.metrics.redisErrors.Inc()
 	if s.cfg.LimitsFailClosed {

@@ -41,6 +41,10 @@ type conn struct {
 	// Only the session's goroutine touches them after admit.
 	firstMail error
 	counted   bool
+	// lease is the connection's share of its transaction window
+	// (takeMail): hits admitted without asking Redis again, until the
+	// window ends. Only the session's goroutine touches it.
+	lease mailLease
 	// refusedRcpts counts the RCPTs refused with 550 on this connection
 	// (Config.MaxRefusedRcpts); only the session's goroutine touches it.
 	refusedRcpts int

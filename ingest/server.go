@@ -37,6 +37,10 @@ type Limiter interface {
 	Allow(ctx context.Context, r ratelimit.Rule, client string) (ratelimit.Decision, error)
 	// AllowAll counts one hit on each rule in one round trip.
 	AllowAll(ctx context.Context, client string, rules ...ratelimit.Rule) ([]ratelimit.Decision, error)
+	// Take leases up to want hits of r's current window at once; Give
+	// hands back the unused ones (ratelimit.Limiter.Take).
+	Take(ctx context.Context, r ratelimit.Rule, client string, want int) (ratelimit.Lease, error)
+	Give(ctx context.Context, r ratelimit.Rule, client string, window int64, n int) error
 }
 
 // Server is one ingest node's SMTP server. It accepts mail only for live

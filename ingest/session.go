@@ -75,8 +75,7 @@ func (s *session) Mail(_ string, _ *smtp.MailOptions) error {
 	if s.conn.counted {
 		err, s.conn.counted = s.conn.firstMail, false
 	} else {
-		_, mail := s.srv.rules(s.conn)
-		err = s.srv.allow(mail, s.conn.ip, errMailRate)
+		err = s.srv.takeMail(s.conn)
 	}
 	if err != nil {
 		return s.refuse(err)
@@ -158,7 +157,10 @@ func (s *session) Data(r io.Reader) error {
 		return s.failData(err)
 	}
 	s.srv.metrics.messages.WithLabelValues("accepted").Inc()
-	s.srv.logClient(slog.LevelInfo, "smtp message accepted", s.conn.ip, slog.Int("recipients", len(s.rcpts)),
+	// At debug: a line per accepted message was a write(2) per message
+	// on the hot path (issue 35), and mayfly_smtp_messages_total counts
+	// them. Refusals and messages stored as failed stay at info.
+	s.srv.logClient(slog.LevelDebug, "smtp message accepted", s.conn.ip, slog.Int("recipients", len(s.rcpts)),
 		slog.String("status", string(msg.Status)), slog.Int("bytes", size))
 	return nil
 }
@@ -252,9 +254,13 @@ func (s *session) deliver(msg storage.NewMessage, why string) error {
 // Reset ends the transaction (RSET, a new EHLO, or after DATA).
 func (s *session) Reset() { s.rcpts = s.rcpts[:0] }
 
-// Logout is called when the connection closes; the slot is freed by the
-// connection itself.
-func (s *session) Logout() error { return nil }
+// Logout is called when the connection closes (and at STARTTLS); the slot
+// is freed by the connection itself, the unused transactions of its lease
+// are handed back here.
+func (s *session) Logout() error {
+	s.srv.giveMail(s.conn)
+	return nil
+}
 
 // chunk is the unit a message is read in. Most messages fit one; chunks
 // come from a pool (chunks) rather than being allocated and zeroed per

@@ -5,11 +5,13 @@
 // and the global cap are Lua scripts on fixed windows aligned to the Redis
 // server clock (TIME inside the script), so nodes with skewed clocks never
 // disagree about which window a creation falls in. The request rate and the
-// generic rules (SMTP) are on the hot paths and use two native commands
-// instead (INCR and PEXPIRE of a counter per window): their windows are
-// aligned to the clock of the node that counts, and the key names the window,
-// so every node still counts one shared number per window. See AllowRequest
-// for what a clock skew between nodes can do.
+// generic rules (SMTP) are on the hot paths and use a counter per window
+// (INCR and PEXPIRE NX): their windows are aligned to the clock of the node
+// that counts, and the key names the window, so every node still counts one
+// shared number per window. See AllowRequest for what a clock skew between
+// nodes can do. Windows of up to a minute (ShortWindow) are counted on the
+// primary only, unreplicated (scripts/count.lua): the creation windows, the
+// active slots and the global cap are replicated.
 //
 // ratelimit deliberately knows nothing about HTTP, SMTP or mailboxes beyond
 // an opaque mailbox tag: callers turn a Decision into a status code, and count
@@ -143,7 +145,7 @@ type Limiter struct {
 	cfg    Config
 	keys   keys
 
-	window, reserve, release, extend *rueidis.Lua
+	short, take, give, window, reserve, release, extend *rueidis.Lua
 
 	// Script arguments fixed by the config, built once so the per-request
 	// path allocates only its key.
@@ -168,6 +170,9 @@ func New(client rueidis.Client, cfg Config) *Limiter {
 		client:     client,
 		cfg:        cfg,
 		keys:       newKeys(cfg.KeyPrefix),
+		short:      script("count.lua"),
+		take:       script("take.lua"),
+		give:       script("give.lua"),
 		window:     script("window.lua"),
 		reserve:    script("reserve.lua", "slots.lua"),
 		release:    script("release.lua", "slots.lua"),
@@ -258,38 +263,71 @@ func (l *Limiter) count(ctx context.Context, client string, r Rule) (Decision, e
 	return ds[0], nil
 }
 
-// countAll runs INCR and PEXPIRE on each rule's counter of the current window
-// in one pipeline. A refused hit is counted too: it changes no decision, since
+// ShortWindow is the longest window whose counter is not replicated
+// (count.lua): losing it in a failover gives a client at most one more
+// window's allowance, once. Longer windows are counted with replicated
+// INCR and PEXPIRE.
+const ShortWindow = time.Minute
+
+// countAll counts one hit on each rule's counter of the current window, in
+// one round trip. A refused hit is counted too: it changes no decision, since
 // a window's count only grows. The key outlives its window by one window, so
 // a node whose clock lags still finds the count. PEXPIRE is NX: only the hit
-// that finds the key without an expiry sets one, so the others write nothing
-// and send nothing to the replicas (a pipeline cut between INCR and PEXPIRE
-// leaves a key without an expiry, and the next hit sets it).
+// that finds the key without an expiry sets one.
+//
+// When every rule's window is at most ShortWindow (the request rate and the
+// SMTP rules at their defaults), count.lua counts them all without
+// replicating anything. Otherwise INCR and PEXPIRE NX go in one pipeline,
+// replicated (a pipeline cut between INCR and PEXPIRE leaves a key without
+// an expiry, and the next hit sets it).
 func (l *Limiter) countAll(ctx context.Context, client string, rules []Rule) ([]Decision, error) {
 	now := l.now().UnixMilli()
-	b := l.client.B()
-	var buf [4]rueidis.Completed
-	cmds := buf[:0]
 	ends := make([]int64, len(rules))
+	var kbuf, abuf [2]string
+	keys, ttls := kbuf[:0], abuf[:0]
+	allShort := true
 	for i, r := range rules {
 		win := r.Window.Milliseconds()
 		w := now / win
 		ends[i] = (w + 1) * win
-		key := l.keys.window(r.Name, client, w)
-		cmds = append(cmds,
-			b.Incr().Key(key).Build(),
-			b.Pexpire().Key(key).Milliseconds(2*win).Nx().Build())
+		keys = append(keys, l.keys.window(r.Name, client, w))
+		ttls = append(ttls, strconv.FormatInt(2*win, 10))
+		allShort = allShort && r.Window <= ShortWindow
 	}
-	res := l.client.DoMulti(ctx, cmds...)
-	out := make([]Decision, len(rules))
-	for i, r := range rules {
-		n, err := res[2*i].AsInt64()
-		if err == nil {
-			err = res[2*i+1].Error()
+	counts := make([]int64, len(rules))
+	if allShort {
+		res, err := l.short.Exec(ctx, l.client, keys, ttls).AsIntSlice()
+		if err == nil && len(res) != len(rules) {
+			err = fmt.Errorf("count.lua: %d counts for %d rules", len(res), len(rules))
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s: %w", ErrUnavailable, r.Name, err)
+			return nil, fmt.Errorf("%w: %s: %w", ErrUnavailable, rules[0].Name, err)
 		}
+		copy(counts, res)
+	} else {
+		b := l.client.B()
+		var buf [4]rueidis.Completed
+		cmds := buf[:0]
+		for i, r := range rules {
+			cmds = append(cmds,
+				b.Incr().Key(keys[i]).Build(),
+				b.Pexpire().Key(keys[i]).Milliseconds(2*r.Window.Milliseconds()).Nx().Build())
+		}
+		res := l.client.DoMulti(ctx, cmds...)
+		for i, r := range rules {
+			n, err := res[2*i].AsInt64()
+			if err == nil {
+				err = res[2*i+1].Error()
+			}
+			if err != nil {
+				return nil, fmt.Errorf("%w: %s: %w", ErrUnavailable, r.Name, err)
+			}
+			counts[i] = n
+		}
+	}
+	out := make([]Decision, len(rules))
+	for i, r := range rules {
+		n := counts[i]
 		if n <= int64(r.Limit) {
 			out[i] = Decision{Allowed: true}
 		} else {
@@ -297,6 +335,82 @@ func (l *Limiter) countAll(ctx context.Context, client string, rules []Rule) ([]
 		}
 	}
 	return out, nil
+}
+
+// Lease is a share of a rule's current window taken at once by Take: hits
+// a caller may admit without asking again, until the window ends.
+type Lease struct {
+	// Granted is how many hits are admitted, 0 to the number asked for;
+	// when 0, Decision is the refusal.
+	Granted  int
+	Decision Decision
+	// Window is the window's number (for Give), End its end on this node's
+	// clock: an unused hit is void from then on, since it was counted in
+	// this window and not the next.
+	Window int64
+	End    time.Time
+}
+
+// Take counts up to want hits by client against r at once, as many as the
+// window has room for (take.lua; a refused lease counts nothing): a
+// connection that sends many transactions asks Redis once per lease instead
+// of once per transaction. The window never admits more than r.Limit: the
+// count holds every hit granted and not handed back (Give), and a lease is
+// granted only room below the limit. What it may do is refuse early: while
+// a lease's hits are unused, another connection of the same client finds
+// them counted, until Give hands them back. A rule whose window is longer than ShortWindow is
+// leased one hit at a time. Errors wrap ErrInvalid or ErrUnavailable.
+func (l *Limiter) Take(ctx context.Context, r Rule, client string, want int) (Lease, error) {
+	if err := r.valid(); err != nil {
+		return Lease{}, err
+	}
+	if want < 1 || r.Window > ShortWindow {
+		want = 1
+	}
+	now := l.now().UnixMilli()
+	win := r.Window.Milliseconds()
+	w := now / win
+	lease := Lease{Window: w, End: time.UnixMilli((w + 1) * win)}
+	if r.Window > ShortWindow {
+		d, err := l.count(ctx, client, r)
+		if err != nil {
+			return Lease{}, err
+		}
+		if d.Allowed {
+			lease.Granted = 1
+		}
+		lease.Decision = d
+		return lease, nil
+	}
+	n, err := l.take.Exec(ctx, l.client, []string{l.keys.window(r.Name, client, w)},
+		[]string{strconv.FormatInt(2*win, 10), strconv.Itoa(want), strconv.Itoa(r.Limit)}).AsInt64()
+	if err != nil {
+		return Lease{}, fmt.Errorf("%w: %s: %w", ErrUnavailable, r.Name, err)
+	}
+	lease.Granted = int(n)
+	if lease.Granted > 0 {
+		lease.Decision = Decision{Allowed: true}
+	} else {
+		lease.Decision = Decision{Kind: Kind(r.Name), RetryAfter: ceilSeconds(max((w+1)*win-now, 1))}
+	}
+	return lease, nil
+}
+
+// Give hands back n unused hits of a lease of window w (Lease.Window) on
+// r, so that the client's other connections may use them; a window already
+// over is left alone. Errors wrap ErrInvalid or ErrUnavailable.
+func (l *Limiter) Give(ctx context.Context, r Rule, client string, w int64, n int) error {
+	if err := r.valid(); err != nil {
+		return err
+	}
+	if n < 1 || r.Window > ShortWindow {
+		return nil
+	}
+	err := l.give.Exec(ctx, l.client, []string{l.keys.window(r.Name, client, w)}, []string{strconv.Itoa(n)}).Error()
+	if err != nil {
+		return fmt.Errorf("%w: give %s: %w", ErrUnavailable, r.Name, err)
+	}
+	return nil
 }
 
 // AllowGlobalCreation counts one creation against the service-wide minute

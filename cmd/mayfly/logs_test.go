@@ -32,6 +32,8 @@ func TestSMTPLogRateAndClientIP(t *testing.T) {
 			const sent, perSecond = 12, 3
 			lines, dropped := sendAndLog(t, map[string]string{
 				"MAYFLY_SMTP_LOG_RATE": fmt.Sprint(perSecond), "MAYFLY_LOG_CLIENT_IP": tc.mode, "MAYFLY_ACCESS_LOG": "all",
+				// "smtp message accepted" is a debug line.
+				"MAYFLY_LOG_LEVEL": "debug",
 			}, sent)
 			accepted, requests := 0, 0
 			bySecond := map[string]int{}

@@ -1362,15 +1362,19 @@ func (c *Conn) writeResponse(code int, enhCode EnhancedCode, text ...string) {
 	// transform each single line with \n, into separate lines
 	text = strings.Split(strings.Join(text, "\n"), "\n")
 
+	// Mayfly patch 4: the whole reply is buffered and flushed once, one
+	// write for a multi-line reply (EHLO's took one per line).
+	w := c.text.W
 	lastLineIndex := len(text) - 1
 	for i := 0; i < lastLineIndex; i++ {
-		c.text.PrintfLine("%d-%v", code, text[i])
+		fmt.Fprintf(w, "%d-%v\r\n", code, text[i])
 	}
 	if enhCode == NoEnhancedCode {
-		c.text.PrintfLine("%d %v", code, text[lastLineIndex])
+		fmt.Fprintf(w, "%d %v\r\n", code, text[lastLineIndex])
 	} else {
-		c.text.PrintfLine("%d %v.%v.%v %v", code, enhCode[0], enhCode[1], enhCode[2], text[lastLineIndex])
+		fmt.Fprintf(w, "%d %v.%v.%v %v\r\n", code, enhCode[0], enhCode[1], enhCode[2], text[lastLineIndex])
 	}
+	w.Flush()
 }
 
 func (c *Conn) writeError(code int, enhCode EnhancedCode, err error) {

@@ -792,7 +792,13 @@ func TestScenarioExpectNoMessage(t *testing.T) {
 	}
 	within(t, "ExpectNoMessage(2 s) on a quiet inbox", time.Since(start), 2*time.Second, 4*time.Second)
 	addr := in.Mailbox().Address
+	// The event can arrive before the sender's QUIT is answered: wait for
+	// the sender, or the stack's shutdown at the test's end answers the
+	// QUIT with 421.
+	sent := make(chan struct{})
+	defer func() { <-sent }()
 	go func() {
+		defer close(sent)
 		time.Sleep(500 * time.Millisecond)
 		sendMail(t, s.smtp, addr, codeMail(addr, "a second email", "123456"))
 	}()

@@ -2,9 +2,12 @@
 // The rules (retries, the gone error, waiting, events) are the shared
 // contract of clients/SCENARIOS.md.
 import { CookieJar, setCookieValues } from './cookies.js';
-import { CREATION_LIMIT_CODES, CreationLimitError, InboxGoneError, MayflyError, RateLimitedError, SessionInvalidError, StreamBusyError, UnexpectedMessageError, UnreachableError, WaitTimeoutError, parseRetryAfter, } from './errors.js';
+import { CREATION_LIMIT_CODES, CreationLimitError, InboxGoneError, MayflyError, RateLimitedError, SessionInvalidError, StreamBusyError, UnexpectedMessageError, UnreachableError, WaitTimeoutError, explainCreationLimit, parseRetryAfter, } from './errors.js';
 import { SSEParser } from './sse.js';
+import { backoff, retryDelay } from './retry.js';
 import { parseState, toStateCookie, fromStateCookie } from './state.js';
+import { Recipient, tagAddress } from './recipient.js';
+import { SCOPE_DEADLINE, deadlineLeft } from './internal.js';
 /** The API's floor for polling the message list, in milliseconds. */
 export const MIN_POLL_INTERVAL = 5000;
 /**
@@ -67,6 +70,13 @@ export class Mayfly {
             waitTimeout: options.waitTimeout ?? DEFAULT_WAIT_TIMEOUT,
             unreachableAfter: options.unreachableAfter ?? DEFAULT_UNREACHABLE_AFTER,
             maxRetryAfter: options.maxRetryAfter ?? 10_000,
+            policy: {
+                baseMs: options.baseDelay ?? 200,
+                capMs: options.maxDelay ?? 5000,
+                maxAttempts: Math.max(1, options.maxAttempts ?? 6),
+                maxRetryAfterMs: options.maxRetryAfter ?? 10_000,
+                jitterMs: 250,
+            },
             userAgent: options.userAgent ?? 'mayfly-ts-client/1',
             log: options.logger ?? defaultLogger,
             fetch: f.bind(globalThis),
@@ -199,9 +209,27 @@ export class Inbox {
     get address() {
         return this.mailbox.address;
     }
+    /**
+     * The tagged address `<local>+<tag>@<domain>` of this inbox: its mail lands
+     * here, with `to` set to it. No request; a RangeError for a tag that is not
+     * 1 to 64 of A-Z a-z 0-9 . _ - or makes the local part longer than 64.
+     */
+    addressFor(tag) {
+        return tagAddress(this.address, tag);
+    }
+    /** A Recipient: the tagged address of `tag`, whose waits and events see only the mail sent to it. */
+    recipient(tag) {
+        return new Recipient(this, tag);
+    }
+    /** A message or summary with its `to`: the inbox's address when the service sent none (a service older than sub-addressing). */
+    #fill(m) {
+        if (typeof m.to !== 'string' || m.to === '')
+            m.to = this.#mailbox?.address.toLowerCase() ?? '';
+        return m;
+    }
     /** @internal */
     async _create(body, opts) {
-        const out = await this.#call('POST', '/mailboxes', body, 'none', opts);
+        const out = await this.#call('POST', '/mailboxes', body, 'create', opts);
         const id = out.mailbox.id;
         // The scoped cookie is <prefix>_<id without hyphens>; the prefix is the service's.
         const suffix = '_' + id.toLowerCase().replace(/-/g, '');
@@ -221,21 +249,21 @@ export class Inbox {
         checkTimeout('timeout', options.timeout);
         this.#alive();
         const path = `/mailboxes/${encodeURIComponent(this.id)}/select`;
-        const out = await this.#call('POST', path, undefined, 'refusedOnly', options);
+        const out = await this.#call('POST', path, undefined, 'write', options);
         this.#mailbox = out.mailbox;
         return this.mailbox;
     }
     /** Reads the inbox (GET /mailboxes/current). */
     async current(options = {}) {
         checkTimeout('timeout', options.timeout);
-        const out = await this.#call('GET', '/mailboxes/current', undefined, 'safe', options);
+        const out = await this.#call('GET', '/mailboxes/current', undefined, 'read', options);
         this.#mailbox = out.mailbox;
         return this.mailbox;
     }
     /** Asks for minutes (1 to 10) more; the grant never passes max_expires_at. Returns the inbox with its new expiry. */
     async extend(minutes, options = {}) {
         checkTimeout('timeout', options.timeout);
-        const out = await this.#call('PATCH', '/mailboxes/current', { extension_minutes: minutes }, 'refusedOnly', options);
+        const out = await this.#call('PATCH', '/mailboxes/current', { extension_minutes: minutes }, 'write', options);
         this.#mailbox = out.mailbox;
         return this.mailbox;
     }
@@ -251,7 +279,7 @@ export class Inbox {
         if (this.#gone !== undefined)
             return false;
         try {
-            await this.#call('DELETE', '/mailboxes/current', undefined, 'refusedOnly', options);
+            await this.#call('DELETE', '/mailboxes/current', undefined, 'write', options);
         }
         catch (err) {
             if (err instanceof InboxGoneError)
@@ -297,7 +325,7 @@ export class Inbox {
     /** Deletes one message. */
     async deleteMessage(id, options = {}) {
         checkTimeout('timeout', options.timeout);
-        await this.#call('DELETE', `/messages/${encodeURIComponent(id)}`, undefined, 'refusedOnly', options);
+        await this.#call('DELETE', `/messages/${encodeURIComponent(id)}`, undefined, 'write', options);
     }
     /**
      * The new messages as they arrive (GET /events), across reconnects: after
@@ -312,7 +340,8 @@ export class Inbox {
      * the stream.
      */
     async *events(options = {}) {
-        const timeout = this.#waitTimeout(options.timeout);
+        const timeout = this.#waitTimeout(options.timeout, scopeDeadline(options));
+        const to = options.to?.toLowerCase();
         this.#alive();
         this.#takeStream();
         const watch = new Watch(this.#o.base, this.#o.unreachableAfter);
@@ -342,6 +371,8 @@ export class Inbox {
                     seen.add(m.id);
                     if (step.kind === 'list' && step.initial)
                         continue; // there before events() began
+                    if (to !== undefined && m.to.toLowerCase() !== to)
+                        continue; // another recipient's
                     yielded++;
                     yield { type: 'message.received', message: m, missed: step.kind === 'list' };
                 }
@@ -405,7 +436,7 @@ export class Inbox {
         checkTimeout('timeout', options.timeout);
         const watch = new Watch(this.#o.base, this.#o.unreachableAfter);
         // A shorter timeout or the inbox's deadline ends it before the window does: the wait timeout, not success.
-        const window = Math.min(options.within, options.timeout ?? Infinity, this.#deadlineLeft());
+        const window = Math.min(options.within, options.timeout ?? Infinity, this.#deadlineLeft(), deadlineLeft(scopeDeadline(options)));
         let got;
         try {
             got = await this.#guard(window, options.signal, watch, 'no matching message', (signal) => this.#wait(options, signal, 1, watch, false));
@@ -426,19 +457,18 @@ export class Inbox {
         throw new UnexpectedMessageError(`mayfly: expectNoMessage: a matching message arrived within ${options.within} ms: ${JSON.stringify(m.subject)} from ${JSON.stringify(m.from)} (id ${m.id})`, m);
     }
     /** The timeout of a wait in ms: the caller's (checked) or the client's, never past the inbox's deadline. */
-    #waitTimeout(timeout) {
+    #waitTimeout(timeout, scope) {
         checkTimeout('timeout', timeout);
-        return Math.min(timeout ?? this.#o.waitTimeout, this.#deadlineLeft());
+        return Math.min(timeout ?? this.#o.waitTimeout, this.#deadlineLeft(), deadlineLeft(scope));
     }
     /** Milliseconds until the inbox's deadline (createInbox's `deadline`), Infinity without one. */
     #deadlineLeft() {
-        const d = typeof this.#deadline === 'function' ? this.#deadline() : this.#deadline;
-        return d === undefined ? Infinity : Math.max(0, (d instanceof Date ? d.getTime() : d) - Date.now());
+        return deadlineLeft(this.#deadline);
     }
     async #waitFor(count, options, what) {
         const watch = new Watch(this.#o.base, this.#o.unreachableAfter);
         watch.want = count;
-        const got = await this.#guard(this.#waitTimeout(options.timeout), options.signal, watch, what, (signal) => this.#wait(options, signal, count, watch, true));
+        const got = await this.#guard(this.#waitTimeout(options.timeout, scopeDeadline(options)), options.signal, watch, what, (signal) => this.#wait(options, signal, count, watch, true));
         return got;
     }
     /**
@@ -483,6 +513,7 @@ export class Inbox {
         const subject = re(options.subject);
         const from = re(options.from);
         const text = re(options.text);
+        const to = options.to?.toLowerCase();
         const since = options.since ?? 'unseen';
         const anchor = typeof since === 'object' && !(since instanceof Date) ? since.messageId
             : typeof since === 'string' && since !== 'unseen' && since !== 'now' ? since : undefined;
@@ -508,6 +539,10 @@ export class Inbox {
         const consider = async (m) => {
             if (!qualifies(m))
                 return undefined;
+            if (to !== undefined && m.to.toLowerCase() !== to) {
+                rejected.add(m.id); // another recipient's: not read, not counted as arrived
+                return undefined;
+            }
             if (m.status !== 'pending' && ((subject && !subject.test(m.subject)) || (from && !from.test(m.from)))) {
                 reject(m);
                 return undefined;
@@ -660,14 +695,18 @@ export class Inbox {
             let heard = false;
             let replaced = false;
             let stream;
+            let openError;
             try {
-                stream = await this.#openStream(signal);
+                stream = await this.#openStream(signal).catch((err) => {
+                    openError = err;
+                    throw err;
+                });
                 yield { kind: 'list', items: await listAll(), initial: false };
                 for await (const ev of stream.events()) {
                     heard = true;
                     if (ev === undefined)
                         continue; // a line, not an event: the stream is alive
-                    yield { kind: 'event', item: ev };
+                    yield { kind: 'event', item: this.#fill(ev) };
                 }
             }
             catch (err) {
@@ -702,6 +741,19 @@ export class Inbox {
             else
                 failures++;
             if (!(fallback && failures >= 2)) {
+                if (Date.now() - opened > 60_000)
+                    attempt = 0;
+                // After a stream that was open ends, the first reconnect waits the
+                // stream's last retry: (the service jitters it per stream, so a
+                // restarted node's streams come back spread out) plus up to 250 ms;
+                // a 503 with Retry-After waits that; else the backoff.
+                let wait = backoff(attempt + 1, 500, fallback ? 5000 : 30_000);
+                if (stream !== undefined && stream.retry !== undefined)
+                    wait = stream.retry + Math.random() * 250;
+                else if (openError instanceof MayflyError && openError.status === 503 && openError.retryAfter !== undefined &&
+                    openError.retryAfter * 1000 <= this.#o.policy.maxRetryAfterMs)
+                    wait = openError.retryAfter * 1000;
+                await sleep(wait, signal);
                 // Is it alive? A gone inbox ends the stream for good.
                 if (stream !== undefined) {
                     try {
@@ -711,9 +763,6 @@ export class Inbox {
                         fatal(err);
                     }
                 }
-                if (Date.now() - opened > 60_000)
-                    attempt = 0;
-                await sleep(backoff(attempt + 1, 500, fallback ? 5000 : 30_000), signal);
             }
         }
     }
@@ -776,12 +825,12 @@ export class Inbox {
     }
     async #list(limit, offset, signal, attempts) {
         const q = new URLSearchParams({ limit: String(limit), offset: String(offset) });
-        const out = await this.#call('GET', `/messages?${q}`, undefined, 'safe', signal, attempts);
-        return { items: out.items, limit: out.pagination.limit, offset: out.pagination.offset, hasMore: out.pagination.has_more };
+        const out = await this.#call('GET', `/messages?${q}`, undefined, 'read', signal, attempts);
+        return { items: out.items.map((m) => this.#fill(m)), limit: out.pagination.limit, offset: out.pagination.offset, hasMore: out.pagination.has_more };
     }
     async #message(id, signal, attempts) {
-        const out = await this.#call('GET', `/messages/${encodeURIComponent(id)}`, undefined, 'safe', signal, attempts);
-        return out.message;
+        const out = await this.#call('GET', `/messages/${encodeURIComponent(id)}`, undefined, 'read', signal, attempts);
+        return this.#fill(out.message);
     }
     #headers(url, accept, json = false) {
         const h = { accept, 'user-agent': this.#o.userAgent };
@@ -808,8 +857,8 @@ export class Inbox {
                 if (signal?.aborted)
                     throw signal.reason;
                 last = err;
-                const w = retryWait(err, kind, attempt, this.#o);
-                if (w === undefined || attempt >= attempts || Date.now() + w >= deadline)
+                const w = retryWait(err, attempts === Infinity && kind === 'read' ? 'wait' : kind, attempt, deadline - Date.now(), this.#o.policy);
+                if (w === undefined || attempt >= attempts)
                     throw err;
                 wait = w;
             }
@@ -900,14 +949,19 @@ export class Inbox {
             this.#jar.clear();
             return this.#gone;
         }
-        if (res.status === 429 && init.code !== undefined && CREATION_LIMIT_CODES.has(init.code))
-            return new CreationLimitError(msg, init);
+        if (res.status === 429 && init.code !== undefined && CREATION_LIMIT_CODES.has(init.code)) {
+            return new CreationLimitError(`${msg}: ${explainCreationLimit(init.code, init.retryAfter, init.details)}`, init);
+        }
         if (res.status === 429)
             return new RateLimitedError(msg, init);
         if (res.status === 401)
             return new SessionInvalidError(msg, init);
         return new MayflyError(msg, init);
     }
+}
+/** The deadline a Recipient put in a wait's options, if any. */
+function scopeDeadline(options) {
+    return options[SCOPE_DEADLINE];
 }
 /** A transport failure (no HTTP answer); refused says nothing was sent. */
 class NetworkError extends MayflyError {
@@ -1005,27 +1059,15 @@ function refused(err) {
     }
     return false;
 }
-/** The wait before the next attempt per the contract's retry table, or undefined: not retried. */
-function retryWait(err, kind, attempt, o) {
-    if (err instanceof NetworkError) {
-        if (err.refused || kind === 'safe')
-            return backoff(attempt, o.baseDelay, o.maxDelay);
+/** The wait before the next attempt per the contract's retry table (retry.ts), or undefined: not retried. */
+function retryWait(err, kind, attempt, remaining, policy) {
+    const left = remaining === Infinity ? undefined : remaining;
+    if (err instanceof NetworkError)
+        return retryDelay({ transport: err.refused ? 'refused' : 'reset' }, kind, attempt, left, policy);
+    if (!(err instanceof MayflyError) || err instanceof InboxGoneError)
         return undefined;
-    }
-    if (!(err instanceof MayflyError) || err instanceof InboxGoneError || err instanceof CreationLimitError)
-        return undefined;
-    const jitter = Math.random() * 250;
-    // Any 429 but a creation limit (handled above) is the request rate, with a code or without.
-    if (err.status === 429 || (err.status === 503 && err.code === 'REQUEST_PROTECTION')) {
-        const ra = (err.retryAfter ?? 1) * 1000;
-        return ra > o.maxRetryAfter ? undefined : ra + jitter; // a longer Retry-After is not waited: the error is returned
-    }
-    if (kind === 'safe' && (err.status === 500 || err.status === 503)) {
-        const b = backoff(attempt, o.baseDelay, o.maxDelay);
-        const ra = (err.retryAfter ?? 0) * 1000;
-        return ra > b && ra <= o.maxRetryAfter ? ra : b;
-    }
-    return undefined;
+    const retryAfter = err.retryAfter === undefined ? null : String(err.retryAfter);
+    return retryDelay({ status: err.status, code: err.code, retryAfter }, kind, attempt, left, policy);
 }
 /** Transient: what a wait or a stream outlives (the network, 5xx, the request rate). */
 function transient(err) {
@@ -1036,11 +1078,6 @@ function transient(err) {
     if (err instanceof MayflyError)
         return err.status === undefined || err.status === 429 || err.status >= 500;
     return true; // a stream's read error
-}
-/** Full jitter over 2^(attempt-1)·base, capped. */
-export function backoff(attempt, base, cap) {
-    const ceiling = Math.min(cap, base * 2 ** Math.min(attempt - 1, 20));
-    return Math.random() * ceiling;
 }
 function sleep(ms, signal) {
     return new Promise((resolve, reject) => {
@@ -1070,22 +1107,27 @@ class Stream {
     #idle;
     #ctl;
     #done;
+    #replaced = false;
+    #parser = new SSEParser({
+        onComment: (text) => {
+            if (text.trimStart().startsWith(REPLACED_COMMENT))
+                this.#replaced = true;
+        },
+    });
     constructor(body, idle, ctl, done) {
         this.#body = body;
         this.#idle = idle;
         this.#ctl = ctl;
         this.#done = done;
     }
+    /** The stream's last retry: field in ms, once read (undefined when it sent none). */
+    get retry() {
+        return this.#parser.retry;
+    }
     async *events() {
         const reader = this.#body.getReader();
         const decoder = new TextDecoder();
-        let replaced = false;
-        const parser = new SSEParser({
-            onComment: (text) => {
-                if (text.trimStart().startsWith(REPLACED_COMMENT))
-                    replaced = true;
-            },
-        });
+        const parser = this.#parser;
         let timer = setTimeout(() => this.#ctl.abort(new MayflyError('mayfly: the event stream went silent')), this.#idle);
         try {
             for (;;) {
@@ -1109,7 +1151,7 @@ class Stream {
                     if (m && typeof m.id === 'string' && m.id !== '')
                         yield m;
                 }
-                if (replaced)
+                if (this.#replaced)
                     throw new StreamReplaced();
             }
         }

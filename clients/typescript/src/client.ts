@@ -14,11 +14,17 @@ import {
   UnexpectedMessageError,
   UnreachableError,
   WaitTimeoutError,
+  explainCreationLimit,
   parseRetryAfter,
 } from './errors.js';
 import { SSEParser } from './sse.js';
+import { backoff, retryDelay } from './retry.js';
+import type { RequestKind, RetryPolicy } from './retry.js';
 import { parseState, toStateCookie, fromStateCookie } from './state.js';
 import type { InboxState } from './state.js';
+import { Recipient, tagAddress } from './recipient.js';
+import { SCOPE_DEADLINE, deadlineLeft } from './internal.js';
+import type { Deadline } from './internal.js';
 import type { Mailbox, Message, MessageSummary } from './types.js';
 
 /** The API's floor for polling the message list, in milliseconds. */
@@ -162,12 +168,14 @@ export interface WaitOptions extends CallOptions {
   from?: RegExp | string;
   /** A regular expression text_body must match. */
   text?: RegExp | string;
-  /**
-   * A predicate on the full message (bodies included). There is no match on
-   * the recipient: messages carry none, and every message of an inbox was
-   * sent to its one address (no sub-addressing): one inbox per address.
-   */
+  /** A predicate on the full message (bodies included). */
   match?: (message: Message) => boolean;
+  /**
+   * The recipient: only messages sent to this address (a tagged address of
+   * the inbox, `addressFor(tag)`, or the inbox's own), compared without
+   * regard to case. A Recipient's waits set it.
+   */
+  to?: string;
   /**
    * `'unseen'` (default): not yet returned by a wait or message() of this
    * Inbox; `'now'`: not in the inbox when the wait started, that is when its
@@ -196,6 +204,8 @@ export interface EventsOptions extends CallOptions {
    * at it the iteration ends by throwing WaitTimeoutError.
    */
   timeout?: number;
+  /** Only the messages sent to this address (compared without regard to case). */
+  to?: string;
 }
 
 export interface InboxEvent {
@@ -205,7 +215,6 @@ export interface InboxEvent {
   missed: boolean;
 }
 
-type RetryKind = 'none' | 'refusedOnly' | 'safe';
 
 interface Resolved {
   base: string;
@@ -219,6 +228,7 @@ interface Resolved {
   waitTimeout: number;
   unreachableAfter: number;
   maxRetryAfter: number;
+  policy: RetryPolicy;
   userAgent: string;
   log: (event: string, fields: Record<string, unknown>, level: LogLevel) => void;
   fetch: typeof fetch;
@@ -254,6 +264,13 @@ export class Mayfly {
       waitTimeout: options.waitTimeout ?? DEFAULT_WAIT_TIMEOUT,
       unreachableAfter: options.unreachableAfter ?? DEFAULT_UNREACHABLE_AFTER,
       maxRetryAfter: options.maxRetryAfter ?? 10_000,
+      policy: {
+        baseMs: options.baseDelay ?? 200,
+        capMs: options.maxDelay ?? 5000,
+        maxAttempts: Math.max(1, options.maxAttempts ?? 6),
+        maxRetryAfterMs: options.maxRetryAfter ?? 10_000,
+        jitterMs: 250,
+      },
       userAgent: options.userAgent ?? 'mayfly-ts-client/1',
       log: options.logger ?? defaultLogger,
       fetch: f.bind(globalThis),
@@ -333,7 +350,7 @@ export class Inbox {
   #streaming = false;
   /** Ids returned by a wait or message(): what `since: 'unseen'` leaves out. */
   readonly #returned = new Set<string>();
-  readonly #deadline: CreateInboxOptions['deadline'];
+  readonly #deadline: Deadline | undefined;
   /** The running wait's watch (what its attempts met), when one runs. */
   #watch: Watch | undefined;
 
@@ -391,9 +408,29 @@ export class Inbox {
     return this.mailbox.address;
   }
 
+  /**
+   * The tagged address `<local>+<tag>@<domain>` of this inbox: its mail lands
+   * here, with `to` set to it. No request; a RangeError for a tag that is not
+   * 1 to 64 of A-Z a-z 0-9 . _ - or makes the local part longer than 64.
+   */
+  addressFor(tag: string): string {
+    return tagAddress(this.address, tag);
+  }
+
+  /** A Recipient: the tagged address of `tag`, whose waits and events see only the mail sent to it. */
+  recipient(tag: string): Recipient {
+    return new Recipient(this, tag);
+  }
+
+  /** A message or summary with its `to`: the inbox's address when the service sent none (a service older than sub-addressing). */
+  #fill<T extends { to?: string }>(m: T): T {
+    if (typeof m.to !== 'string' || m.to === '') m.to = this.#mailbox?.address.toLowerCase() ?? '';
+    return m;
+  }
+
   /** @internal */
   async _create(body: object, opts: CallOptions): Promise<void> {
-    const out = await this.#call<{ mailbox: Mailbox }>('POST', '/mailboxes', body, 'none', opts);
+    const out = await this.#call<{ mailbox: Mailbox }>('POST', '/mailboxes', body, 'create', opts);
     const id = out.mailbox.id;
     // The scoped cookie is <prefix>_<id without hyphens>; the prefix is the service's.
     const suffix = '_' + id.toLowerCase().replace(/-/g, '');
@@ -416,7 +453,7 @@ export class Inbox {
     checkTimeout('timeout', options.timeout);
     this.#alive();
     const path = `/mailboxes/${encodeURIComponent(this.id)}/select`;
-    const out = await this.#call<{ mailbox: Mailbox }>('POST', path, undefined, 'refusedOnly', options);
+    const out = await this.#call<{ mailbox: Mailbox }>('POST', path, undefined, 'write', options);
     this.#mailbox = out.mailbox;
     return this.mailbox;
   }
@@ -424,7 +461,7 @@ export class Inbox {
   /** Reads the inbox (GET /mailboxes/current). */
   async current(options: CallOptions = {}): Promise<Mailbox> {
     checkTimeout('timeout', options.timeout);
-    const out = await this.#call<{ mailbox: Mailbox }>('GET', '/mailboxes/current', undefined, 'safe', options);
+    const out = await this.#call<{ mailbox: Mailbox }>('GET', '/mailboxes/current', undefined, 'read', options);
     this.#mailbox = out.mailbox;
     return this.mailbox;
   }
@@ -433,7 +470,7 @@ export class Inbox {
   async extend(minutes: number, options: CallOptions = {}): Promise<Mailbox> {
     checkTimeout('timeout', options.timeout);
     const out = await this.#call<{ mailbox: Mailbox }>(
-      'PATCH', '/mailboxes/current', { extension_minutes: minutes }, 'refusedOnly', options,
+      'PATCH', '/mailboxes/current', { extension_minutes: minutes }, 'write', options,
     );
     this.#mailbox = out.mailbox;
     return this.mailbox;
@@ -450,7 +487,7 @@ export class Inbox {
     checkTimeout('timeout', options.timeout);
     if (this.#gone !== undefined) return false;
     try {
-      await this.#call('DELETE', '/mailboxes/current', undefined, 'refusedOnly', options);
+      await this.#call('DELETE', '/mailboxes/current', undefined, 'write', options);
     } catch (err) {
       if (err instanceof InboxGoneError) return false; // a 401: #errorOf marked it gone
       if (err instanceof MayflyError && err.status === 404 && err.code === 'MAILBOX_NOT_FOUND') {
@@ -497,7 +534,7 @@ export class Inbox {
   /** Deletes one message. */
   async deleteMessage(id: string, options: CallOptions = {}): Promise<void> {
     checkTimeout('timeout', options.timeout);
-    await this.#call('DELETE', `/messages/${encodeURIComponent(id)}`, undefined, 'refusedOnly', options);
+    await this.#call('DELETE', `/messages/${encodeURIComponent(id)}`, undefined, 'write', options);
   }
 
   /**
@@ -513,7 +550,8 @@ export class Inbox {
    * the stream.
    */
   async *events(options: EventsOptions = {}): AsyncGenerator<InboxEvent, void, undefined> {
-    const timeout = this.#waitTimeout(options.timeout);
+    const timeout = this.#waitTimeout(options.timeout, scopeDeadline(options));
+    const to = options.to?.toLowerCase();
     this.#alive();
     this.#takeStream();
     const watch = new Watch(this.#o.base, this.#o.unreachableAfter);
@@ -540,6 +578,7 @@ export class Inbox {
           if (seen.has(m.id)) continue;
           seen.add(m.id);
           if (step.kind === 'list' && step.initial) continue; // there before events() began
+          if (to !== undefined && m.to.toLowerCase() !== to) continue; // another recipient's
           yielded++;
           yield { type: 'message.received', message: m, missed: step.kind === 'list' };
         }
@@ -600,7 +639,7 @@ export class Inbox {
     checkTimeout('timeout', options.timeout);
     const watch = new Watch(this.#o.base, this.#o.unreachableAfter);
     // A shorter timeout or the inbox's deadline ends it before the window does: the wait timeout, not success.
-    const window = Math.min(options.within, options.timeout ?? Infinity, this.#deadlineLeft());
+    const window = Math.min(options.within, options.timeout ?? Infinity, this.#deadlineLeft(), deadlineLeft(scopeDeadline(options)));
     let got: Message[];
     try {
       got = await this.#guard(window, options.signal, watch, 'no matching message', (signal) =>
@@ -629,21 +668,20 @@ export class Inbox {
   }
 
   /** The timeout of a wait in ms: the caller's (checked) or the client's, never past the inbox's deadline. */
-  #waitTimeout(timeout: number | undefined): number {
+  #waitTimeout(timeout: number | undefined, scope?: Deadline): number {
     checkTimeout('timeout', timeout);
-    return Math.min(timeout ?? this.#o.waitTimeout, this.#deadlineLeft());
+    return Math.min(timeout ?? this.#o.waitTimeout, this.#deadlineLeft(), deadlineLeft(scope));
   }
 
   /** Milliseconds until the inbox's deadline (createInbox's `deadline`), Infinity without one. */
   #deadlineLeft(): number {
-    const d = typeof this.#deadline === 'function' ? this.#deadline() : this.#deadline;
-    return d === undefined ? Infinity : Math.max(0, (d instanceof Date ? d.getTime() : d) - Date.now());
+    return deadlineLeft(this.#deadline);
   }
 
   async #waitFor(count: number, options: WaitOptions, what: string): Promise<Message[]> {
     const watch = new Watch(this.#o.base, this.#o.unreachableAfter);
     watch.want = count;
-    const got = await this.#guard(this.#waitTimeout(options.timeout), options.signal, watch, what, (signal) =>
+    const got = await this.#guard(this.#waitTimeout(options.timeout, scopeDeadline(options)), options.signal, watch, what, (signal) =>
       this.#wait(options, signal, count, watch, true));
     return got;
   }
@@ -689,6 +727,7 @@ export class Inbox {
     const subject = re(options.subject);
     const from = re(options.from);
     const text = re(options.text);
+    const to = options.to?.toLowerCase();
     const since = options.since ?? 'unseen';
     const anchor = typeof since === 'object' && !(since instanceof Date) ? since.messageId
       : typeof since === 'string' && since !== 'unseen' && since !== 'now' ? since : undefined;
@@ -711,6 +750,10 @@ export class Inbox {
     };
     const consider = async (m: MessageSummary): Promise<Message | undefined> => {
       if (!qualifies(m)) return undefined;
+      if (to !== undefined && m.to.toLowerCase() !== to) {
+        rejected.add(m.id); // another recipient's: not read, not counted as arrived
+        return undefined;
+      }
       if (m.status !== 'pending' && ((subject && !subject.test(m.subject)) || (from && !from.test(m.from)))) {
         reject(m);
         return undefined;
@@ -850,13 +893,17 @@ export class Inbox {
       let heard = false;
       let replaced = false;
       let stream: Stream | undefined;
+      let openError: unknown;
       try {
-        stream = await this.#openStream(signal);
+        stream = await this.#openStream(signal).catch((err) => {
+          openError = err;
+          throw err;
+        });
         yield { kind: 'list', items: await listAll(), initial: false };
         for await (const ev of stream.events()) {
           heard = true;
           if (ev === undefined) continue; // a line, not an event: the stream is alive
-          yield { kind: 'event', item: ev };
+          yield { kind: 'event', item: this.#fill(ev) };
         }
       } catch (err) {
         if (err instanceof StreamReplaced) {
@@ -888,6 +935,16 @@ export class Inbox {
       if (stream !== undefined && heard) failures = 0;
       else failures++;
       if (!(fallback && failures >= 2)) {
+        if (Date.now() - opened > 60_000) attempt = 0;
+        // After a stream that was open ends, the first reconnect waits the
+        // stream's last retry: (the service jitters it per stream, so a
+        // restarted node's streams come back spread out) plus up to 250 ms;
+        // a 503 with Retry-After waits that; else the backoff.
+        let wait = backoff(attempt + 1, 500, fallback ? 5000 : 30_000);
+        if (stream !== undefined && stream.retry !== undefined) wait = stream.retry + Math.random() * 250;
+        else if (openError instanceof MayflyError && openError.status === 503 && openError.retryAfter !== undefined &&
+          openError.retryAfter * 1000 <= this.#o.policy.maxRetryAfterMs) wait = openError.retryAfter * 1000;
+        await sleep(wait, signal);
         // Is it alive? A gone inbox ends the stream for good.
         if (stream !== undefined) {
           try {
@@ -896,8 +953,6 @@ export class Inbox {
             fatal(err);
           }
         }
-        if (Date.now() - opened > 60_000) attempt = 0;
-        await sleep(backoff(attempt + 1, 500, fallback ? 5000 : 30_000), signal);
       }
     }
   }
@@ -961,14 +1016,14 @@ export class Inbox {
   async #list(limit: number, offset: number, signal: CallOptions | AbortSignal | undefined, attempts: number): Promise<Page> {
     const q = new URLSearchParams({ limit: String(limit), offset: String(offset) });
     const out = await this.#call<{ items: MessageSummary[]; pagination: { limit: number; offset: number; has_more: boolean } }>(
-      'GET', `/messages?${q}`, undefined, 'safe', signal, attempts,
+      'GET', `/messages?${q}`, undefined, 'read', signal, attempts,
     );
-    return { items: out.items, limit: out.pagination.limit, offset: out.pagination.offset, hasMore: out.pagination.has_more };
+    return { items: out.items.map((m) => this.#fill(m)), limit: out.pagination.limit, offset: out.pagination.offset, hasMore: out.pagination.has_more };
   }
 
   async #message(id: string, signal: CallOptions | AbortSignal | undefined, attempts: number): Promise<Message> {
-    const out = await this.#call<{ message: Message }>('GET', `/messages/${encodeURIComponent(id)}`, undefined, 'safe', signal, attempts);
-    return out.message;
+    const out = await this.#call<{ message: Message }>('GET', `/messages/${encodeURIComponent(id)}`, undefined, 'read', signal, attempts);
+    return this.#fill(out.message);
   }
 
   #headers(url: string, accept: string, json = false): Record<string, string> {
@@ -981,7 +1036,7 @@ export class Inbox {
 
   /** One API call with the retries of the contract; the data envelope's content. */
   async #call<T>(
-    method: string, path: string, body: object | undefined, kind: RetryKind,
+    method: string, path: string, body: object | undefined, kind: RequestKind,
     opts: CallOptions | AbortSignal | undefined, attempts = this.#o.maxAttempts,
   ): Promise<T> {
     this.#alive();
@@ -996,8 +1051,8 @@ export class Inbox {
       } catch (err) {
         if (signal?.aborted) throw signal.reason;
         last = err;
-        const w = retryWait(err, kind, attempt, this.#o);
-        if (w === undefined || attempt >= attempts || Date.now() + w >= deadline) throw err;
+        const w = retryWait(err, attempts === Infinity && kind === 'read' ? 'wait' : kind, attempt, deadline - Date.now(), this.#o.policy);
+        if (w === undefined || attempt >= attempts) throw err;
         wait = w;
       }
       const e = last as { status?: number; code?: string };
@@ -1083,11 +1138,18 @@ export class Inbox {
       this.#jar.clear();
       return this.#gone;
     }
-    if (res.status === 429 && init.code !== undefined && CREATION_LIMIT_CODES.has(init.code)) return new CreationLimitError(msg, init);
+    if (res.status === 429 && init.code !== undefined && CREATION_LIMIT_CODES.has(init.code)) {
+      return new CreationLimitError(`${msg}: ${explainCreationLimit(init.code, init.retryAfter, init.details)}`, init);
+    }
     if (res.status === 429) return new RateLimitedError(msg, init);
     if (res.status === 401) return new SessionInvalidError(msg, init);
     return new MayflyError(msg, init);
   }
+}
+
+/** The deadline a Recipient put in a wait's options, if any. */
+function scopeDeadline(options: object): Deadline | undefined {
+  return (options as { [SCOPE_DEADLINE]?: Deadline })[SCOPE_DEADLINE];
 }
 
 /** A transport failure (no HTTP answer); refused says nothing was sent. */
@@ -1190,25 +1252,13 @@ function refused(err: unknown): boolean {
   return false;
 }
 
-/** The wait before the next attempt per the contract's retry table, or undefined: not retried. */
-function retryWait(err: unknown, kind: RetryKind, attempt: number, o: Resolved): number | undefined {
-  if (err instanceof NetworkError) {
-    if (err.refused || kind === 'safe') return backoff(attempt, o.baseDelay, o.maxDelay);
-    return undefined;
-  }
-  if (!(err instanceof MayflyError) || err instanceof InboxGoneError || err instanceof CreationLimitError) return undefined;
-  const jitter = Math.random() * 250;
-  // Any 429 but a creation limit (handled above) is the request rate, with a code or without.
-  if (err.status === 429 || (err.status === 503 && err.code === 'REQUEST_PROTECTION')) {
-    const ra = (err.retryAfter ?? 1) * 1000;
-    return ra > o.maxRetryAfter ? undefined : ra + jitter; // a longer Retry-After is not waited: the error is returned
-  }
-  if (kind === 'safe' && (err.status === 500 || err.status === 503)) {
-    const b = backoff(attempt, o.baseDelay, o.maxDelay);
-    const ra = (err.retryAfter ?? 0) * 1000;
-    return ra > b && ra <= o.maxRetryAfter ? ra : b;
-  }
-  return undefined;
+/** The wait before the next attempt per the contract's retry table (retry.ts), or undefined: not retried. */
+function retryWait(err: unknown, kind: RequestKind, attempt: number, remaining: number, policy: RetryPolicy): number | undefined {
+  const left = remaining === Infinity ? undefined : remaining;
+  if (err instanceof NetworkError) return retryDelay({ transport: err.refused ? 'refused' : 'reset' }, kind, attempt, left, policy);
+  if (!(err instanceof MayflyError) || err instanceof InboxGoneError) return undefined;
+  const retryAfter = err.retryAfter === undefined ? null : String(err.retryAfter);
+  return retryDelay({ status: err.status, code: err.code, retryAfter }, kind, attempt, left, policy);
 }
 
 /** Transient: what a wait or a stream outlives (the network, 5xx, the request rate). */
@@ -1217,12 +1267,6 @@ function transient(err: unknown): boolean {
   if (err instanceof NetworkError) return true;
   if (err instanceof MayflyError) return err.status === undefined || err.status === 429 || err.status >= 500;
   return true; // a stream's read error
-}
-
-/** Full jitter over 2^(attempt-1)·base, capped. */
-export function backoff(attempt: number, base: number, cap: number): number {
-  const ceiling = Math.min(cap, base * 2 ** Math.min(attempt - 1, 20));
-  return Math.random() * ceiling;
 }
 
 function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
@@ -1254,6 +1298,12 @@ class Stream {
   readonly #idle: number;
   readonly #ctl: AbortController;
   readonly #done: () => void;
+  #replaced = false;
+  readonly #parser = new SSEParser({
+    onComment: (text) => {
+      if (text.trimStart().startsWith(REPLACED_COMMENT)) this.#replaced = true;
+    },
+  });
 
   constructor(body: ReadableStream<Uint8Array>, idle: number, ctl: AbortController, done: () => void) {
     this.#body = body;
@@ -1262,15 +1312,15 @@ class Stream {
     this.#done = done;
   }
 
+  /** The stream's last retry: field in ms, once read (undefined when it sent none). */
+  get retry(): number | undefined {
+    return this.#parser.retry;
+  }
+
   async *events(): AsyncGenerator<MessageSummary | undefined> {
     const reader = this.#body.getReader();
     const decoder = new TextDecoder();
-    let replaced = false;
-    const parser = new SSEParser({
-      onComment: (text) => {
-        if (text.trimStart().startsWith(REPLACED_COMMENT)) replaced = true;
-      },
-    });
+    const parser = this.#parser;
     let timer = setTimeout(() => this.#ctl.abort(new MayflyError('mayfly: the event stream went silent')), this.#idle);
     try {
       for (;;) {
@@ -1290,7 +1340,7 @@ class Stream {
           }
           if (m && typeof m.id === 'string' && m.id !== '') yield m;
         }
-        if (replaced) throw new StreamReplaced();
+        if (this.#replaced) throw new StreamReplaced();
       }
     } finally {
       clearTimeout(timer);

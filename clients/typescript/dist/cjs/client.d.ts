@@ -1,5 +1,7 @@
 import { CookieJar } from './cookies.js';
+import type { RetryPolicy } from './retry.js';
 import type { InboxState } from './state.js';
+import { Recipient } from './recipient.js';
 import type { Mailbox, Message, MessageSummary } from './types.js';
 /** The API's floor for polling the message list, in milliseconds. */
 export declare const MIN_POLL_INTERVAL = 5000;
@@ -111,12 +113,14 @@ export interface WaitOptions extends CallOptions {
     from?: RegExp | string;
     /** A regular expression text_body must match. */
     text?: RegExp | string;
-    /**
-     * A predicate on the full message (bodies included). There is no match on
-     * the recipient: messages carry none, and every message of an inbox was
-     * sent to its one address (no sub-addressing): one inbox per address.
-     */
+    /** A predicate on the full message (bodies included). */
     match?: (message: Message) => boolean;
+    /**
+     * The recipient: only messages sent to this address (a tagged address of
+     * the inbox, `addressFor(tag)`, or the inbox's own), compared without
+     * regard to case. A Recipient's waits set it.
+     */
+    to?: string;
     /**
      * `'unseen'` (default): not yet returned by a wait or message() of this
      * Inbox; `'now'`: not in the inbox when the wait started, that is when its
@@ -143,6 +147,8 @@ export interface EventsOptions extends CallOptions {
      * at it the iteration ends by throwing WaitTimeoutError.
      */
     timeout?: number;
+    /** Only the messages sent to this address (compared without regard to case). */
+    to?: string;
 }
 export interface InboxEvent {
     type: 'message.received';
@@ -162,6 +168,7 @@ interface Resolved {
     waitTimeout: number;
     unreachableAfter: number;
     maxRetryAfter: number;
+    policy: RetryPolicy;
     userAgent: string;
     log: (event: string, fields: Record<string, unknown>, level: LogLevel) => void;
     fetch: typeof fetch;
@@ -208,6 +215,14 @@ export declare class Inbox {
     get mailbox(): Mailbox;
     get id(): string;
     get address(): string;
+    /**
+     * The tagged address `<local>+<tag>@<domain>` of this inbox: its mail lands
+     * here, with `to` set to it. No request; a RangeError for a tag that is not
+     * 1 to 64 of A-Z a-z 0-9 . _ - or makes the local part longer than 64.
+     */
+    addressFor(tag: string): string;
+    /** A Recipient: the tagged address of `tag`, whose waits and events see only the mail sent to it. */
+    recipient(tag: string): Recipient;
     /** @internal */
     _create(body: object, opts: CallOptions): Promise<void>;
     /** Opens a new session with the scoped cookie (replaces the jar's service_session). */
@@ -285,6 +300,4 @@ export declare class Inbox {
      */
     expectNoMessage(options: ExpectNoMessageOptions): Promise<void>;
 }
-/** Full jitter over 2^(attempt-1)·base, capped. */
-export declare function backoff(attempt: number, base: number, cap: number): number;
 export {};

@@ -5,11 +5,13 @@
 Object.defineProperty(exports, "__esModule", { value: true });
 exports.Inbox = exports.Mayfly = exports.MIN_TIMEOUT = exports.DEFAULT_UNREACHABLE_AFTER = exports.DEFAULT_WAIT_TIMEOUT = exports.REPLACED_PAUSE = exports.MIN_POLL_INTERVAL = void 0;
 exports.createClient = createClient;
-exports.backoff = backoff;
 const cookies_js_1 = require("./cookies.js");
 const errors_js_1 = require("./errors.js");
 const sse_js_1 = require("./sse.js");
+const retry_js_1 = require("./retry.js");
 const state_js_1 = require("./state.js");
+const recipient_js_1 = require("./recipient.js");
+const internal_js_1 = require("./internal.js");
 /** The API's floor for polling the message list, in milliseconds. */
 exports.MIN_POLL_INTERVAL = 5000;
 /**
@@ -72,6 +74,13 @@ class Mayfly {
             waitTimeout: options.waitTimeout ?? exports.DEFAULT_WAIT_TIMEOUT,
             unreachableAfter: options.unreachableAfter ?? exports.DEFAULT_UNREACHABLE_AFTER,
             maxRetryAfter: options.maxRetryAfter ?? 10_000,
+            policy: {
+                baseMs: options.baseDelay ?? 200,
+                capMs: options.maxDelay ?? 5000,
+                maxAttempts: Math.max(1, options.maxAttempts ?? 6),
+                maxRetryAfterMs: options.maxRetryAfter ?? 10_000,
+                jitterMs: 250,
+            },
             userAgent: options.userAgent ?? 'mayfly-ts-client/1',
             log: options.logger ?? defaultLogger,
             fetch: f.bind(globalThis),
@@ -205,9 +214,27 @@ class Inbox {
     get address() {
         return this.mailbox.address;
     }
+    /**
+     * The tagged address `<local>+<tag>@<domain>` of this inbox: its mail lands
+     * here, with `to` set to it. No request; a RangeError for a tag that is not
+     * 1 to 64 of A-Z a-z 0-9 . _ - or makes the local part longer than 64.
+     */
+    addressFor(tag) {
+        return (0, recipient_js_1.tagAddress)(this.address, tag);
+    }
+    /** A Recipient: the tagged address of `tag`, whose waits and events see only the mail sent to it. */
+    recipient(tag) {
+        return new recipient_js_1.Recipient(this, tag);
+    }
+    /** A message or summary with its `to`: the inbox's address when the service sent none (a service older than sub-addressing). */
+    #fill(m) {
+        if (typeof m.to !== 'string' || m.to === '')
+            m.to = this.#mailbox?.address.toLowerCase() ?? '';
+        return m;
+    }
     /** @internal */
     async _create(body, opts) {
-        const out = await this.#call('POST', '/mailboxes', body, 'none', opts);
+        const out = await this.#call('POST', '/mailboxes', body, 'create', opts);
         const id = out.mailbox.id;
         // The scoped cookie is <prefix>_<id without hyphens>; the prefix is the service's.
         const suffix = '_' + id.toLowerCase().replace(/-/g, '');
@@ -227,21 +254,21 @@ class Inbox {
         checkTimeout('timeout', options.timeout);
         this.#alive();
         const path = `/mailboxes/${encodeURIComponent(this.id)}/select`;
-        const out = await this.#call('POST', path, undefined, 'refusedOnly', options);
+        const out = await this.#call('POST', path, undefined, 'write', options);
         this.#mailbox = out.mailbox;
         return this.mailbox;
     }
     /** Reads the inbox (GET /mailboxes/current). */
     async current(options = {}) {
         checkTimeout('timeout', options.timeout);
-        const out = await this.#call('GET', '/mailboxes/current', undefined, 'safe', options);
+        const out = await this.#call('GET', '/mailboxes/current', undefined, 'read', options);
         this.#mailbox = out.mailbox;
         return this.mailbox;
     }
     /** Asks for minutes (1 to 10) more; the grant never passes max_expires_at. Returns the inbox with its new expiry. */
     async extend(minutes, options = {}) {
         checkTimeout('timeout', options.timeout);
-        const out = await this.#call('PATCH', '/mailboxes/current', { extension_minutes: minutes }, 'refusedOnly', options);
+        const out = await this.#call('PATCH', '/mailboxes/current', { extension_minutes: minutes }, 'write', options);
         this.#mailbox = out.mailbox;
         return this.mailbox;
     }
@@ -257,7 +284,7 @@ class Inbox {
         if (this.#gone !== undefined)
             return false;
         try {
-            await this.#call('DELETE', '/mailboxes/current', undefined, 'refusedOnly', options);
+            await this.#call('DELETE', '/mailboxes/current', undefined, 'write', options);
         }
         catch (err) {
             if (err instanceof errors_js_1.InboxGoneError)
@@ -303,7 +330,7 @@ class Inbox {
     /** Deletes one message. */
     async deleteMessage(id, options = {}) {
         checkTimeout('timeout', options.timeout);
-        await this.#call('DELETE', `/messages/${encodeURIComponent(id)}`, undefined, 'refusedOnly', options);
+        await this.#call('DELETE', `/messages/${encodeURIComponent(id)}`, undefined, 'write', options);
     }
     /**
      * The new messages as they arrive (GET /events), across reconnects: after
@@ -318,7 +345,8 @@ class Inbox {
      * the stream.
      */
     async *events(options = {}) {
-        const timeout = this.#waitTimeout(options.timeout);
+        const timeout = this.#waitTimeout(options.timeout, scopeDeadline(options));
+        const to = options.to?.toLowerCase();
         this.#alive();
         this.#takeStream();
         const watch = new Watch(this.#o.base, this.#o.unreachableAfter);
@@ -348,6 +376,8 @@ class Inbox {
                     seen.add(m.id);
                     if (step.kind === 'list' && step.initial)
                         continue; // there before events() began
+                    if (to !== undefined && m.to.toLowerCase() !== to)
+                        continue; // another recipient's
                     yielded++;
                     yield { type: 'message.received', message: m, missed: step.kind === 'list' };
                 }
@@ -411,7 +441,7 @@ class Inbox {
         checkTimeout('timeout', options.timeout);
         const watch = new Watch(this.#o.base, this.#o.unreachableAfter);
         // A shorter timeout or the inbox's deadline ends it before the window does: the wait timeout, not success.
-        const window = Math.min(options.within, options.timeout ?? Infinity, this.#deadlineLeft());
+        const window = Math.min(options.within, options.timeout ?? Infinity, this.#deadlineLeft(), (0, internal_js_1.deadlineLeft)(scopeDeadline(options)));
         let got;
         try {
             got = await this.#guard(window, options.signal, watch, 'no matching message', (signal) => this.#wait(options, signal, 1, watch, false));
@@ -432,19 +462,18 @@ class Inbox {
         throw new errors_js_1.UnexpectedMessageError(`mayfly: expectNoMessage: a matching message arrived within ${options.within} ms: ${JSON.stringify(m.subject)} from ${JSON.stringify(m.from)} (id ${m.id})`, m);
     }
     /** The timeout of a wait in ms: the caller's (checked) or the client's, never past the inbox's deadline. */
-    #waitTimeout(timeout) {
+    #waitTimeout(timeout, scope) {
         checkTimeout('timeout', timeout);
-        return Math.min(timeout ?? this.#o.waitTimeout, this.#deadlineLeft());
+        return Math.min(timeout ?? this.#o.waitTimeout, this.#deadlineLeft(), (0, internal_js_1.deadlineLeft)(scope));
     }
     /** Milliseconds until the inbox's deadline (createInbox's `deadline`), Infinity without one. */
     #deadlineLeft() {
-        const d = typeof this.#deadline === 'function' ? this.#deadline() : this.#deadline;
-        return d === undefined ? Infinity : Math.max(0, (d instanceof Date ? d.getTime() : d) - Date.now());
+        return (0, internal_js_1.deadlineLeft)(this.#deadline);
     }
     async #waitFor(count, options, what) {
         const watch = new Watch(this.#o.base, this.#o.unreachableAfter);
         watch.want = count;
-        const got = await this.#guard(this.#waitTimeout(options.timeout), options.signal, watch, what, (signal) => this.#wait(options, signal, count, watch, true));
+        const got = await this.#guard(this.#waitTimeout(options.timeout, scopeDeadline(options)), options.signal, watch, what, (signal) => this.#wait(options, signal, count, watch, true));
         return got;
     }
     /**
@@ -489,6 +518,7 @@ class Inbox {
         const subject = re(options.subject);
         const from = re(options.from);
         const text = re(options.text);
+        const to = options.to?.toLowerCase();
         const since = options.since ?? 'unseen';
         const anchor = typeof since === 'object' && !(since instanceof Date) ? since.messageId
             : typeof since === 'string' && since !== 'unseen' && since !== 'now' ? since : undefined;
@@ -514,6 +544,10 @@ class Inbox {
         const consider = async (m) => {
             if (!qualifies(m))
                 return undefined;
+            if (to !== undefined && m.to.toLowerCase() !== to) {
+                rejected.add(m.id); // another recipient's: not read, not counted as arrived
+                return undefined;
+            }
             if (m.status !== 'pending' && ((subject && !subject.test(m.subject)) || (from && !from.test(m.from)))) {
                 reject(m);
                 return undefined;
@@ -537,7 +571,7 @@ class Inbox {
                     if (err instanceof errors_js_1.InboxGoneError || !transient(err))
                         throw err;
                     full = undefined;
-                    await sleep(backoff(attempt++, 500, 5000) + 100, signal);
+                    await sleep((0, retry_js_1.backoff)(attempt++, 500, 5000) + 100, signal);
                 }
             }
             const ok = (!subject || subject.test(full.subject)) && (!from || from.test(full.from)) &&
@@ -647,7 +681,7 @@ class Inbox {
                 catch (err) {
                     fatal(err);
                     this.#o.log('listing the messages failed; trying again', { err: String(err) }, 'info');
-                    await sleep(backoff(attempt, 500, 5000) + 100, signal);
+                    await sleep((0, retry_js_1.backoff)(attempt, 500, 5000) + 100, signal);
                 }
             }
             yield { kind: 'list', items, initial: true };
@@ -666,14 +700,18 @@ class Inbox {
             let heard = false;
             let replaced = false;
             let stream;
+            let openError;
             try {
-                stream = await this.#openStream(signal);
+                stream = await this.#openStream(signal).catch((err) => {
+                    openError = err;
+                    throw err;
+                });
                 yield { kind: 'list', items: await listAll(), initial: false };
                 for await (const ev of stream.events()) {
                     heard = true;
                     if (ev === undefined)
                         continue; // a line, not an event: the stream is alive
-                    yield { kind: 'event', item: ev };
+                    yield { kind: 'event', item: this.#fill(ev) };
                 }
             }
             catch (err) {
@@ -708,6 +746,19 @@ class Inbox {
             else
                 failures++;
             if (!(fallback && failures >= 2)) {
+                if (Date.now() - opened > 60_000)
+                    attempt = 0;
+                // After a stream that was open ends, the first reconnect waits the
+                // stream's last retry: (the service jitters it per stream, so a
+                // restarted node's streams come back spread out) plus up to 250 ms;
+                // a 503 with Retry-After waits that; else the backoff.
+                let wait = (0, retry_js_1.backoff)(attempt + 1, 500, fallback ? 5000 : 30_000);
+                if (stream !== undefined && stream.retry !== undefined)
+                    wait = stream.retry + Math.random() * 250;
+                else if (openError instanceof errors_js_1.MayflyError && openError.status === 503 && openError.retryAfter !== undefined &&
+                    openError.retryAfter * 1000 <= this.#o.policy.maxRetryAfterMs)
+                    wait = openError.retryAfter * 1000;
+                await sleep(wait, signal);
                 // Is it alive? A gone inbox ends the stream for good.
                 if (stream !== undefined) {
                     try {
@@ -717,9 +768,6 @@ class Inbox {
                         fatal(err);
                     }
                 }
-                if (Date.now() - opened > 60_000)
-                    attempt = 0;
-                await sleep(backoff(attempt + 1, 500, fallback ? 5000 : 30_000), signal);
             }
         }
     }
@@ -782,12 +830,12 @@ class Inbox {
     }
     async #list(limit, offset, signal, attempts) {
         const q = new URLSearchParams({ limit: String(limit), offset: String(offset) });
-        const out = await this.#call('GET', `/messages?${q}`, undefined, 'safe', signal, attempts);
-        return { items: out.items, limit: out.pagination.limit, offset: out.pagination.offset, hasMore: out.pagination.has_more };
+        const out = await this.#call('GET', `/messages?${q}`, undefined, 'read', signal, attempts);
+        return { items: out.items.map((m) => this.#fill(m)), limit: out.pagination.limit, offset: out.pagination.offset, hasMore: out.pagination.has_more };
     }
     async #message(id, signal, attempts) {
-        const out = await this.#call('GET', `/messages/${encodeURIComponent(id)}`, undefined, 'safe', signal, attempts);
-        return out.message;
+        const out = await this.#call('GET', `/messages/${encodeURIComponent(id)}`, undefined, 'read', signal, attempts);
+        return this.#fill(out.message);
     }
     #headers(url, accept, json = false) {
         const h = { accept, 'user-agent': this.#o.userAgent };
@@ -814,8 +862,8 @@ class Inbox {
                 if (signal?.aborted)
                     throw signal.reason;
                 last = err;
-                const w = retryWait(err, kind, attempt, this.#o);
-                if (w === undefined || attempt >= attempts || Date.now() + w >= deadline)
+                const w = retryWait(err, attempts === Infinity && kind === 'read' ? 'wait' : kind, attempt, deadline - Date.now(), this.#o.policy);
+                if (w === undefined || attempt >= attempts)
                     throw err;
                 wait = w;
             }
@@ -906,8 +954,9 @@ class Inbox {
             this.#jar.clear();
             return this.#gone;
         }
-        if (res.status === 429 && init.code !== undefined && errors_js_1.CREATION_LIMIT_CODES.has(init.code))
-            return new errors_js_1.CreationLimitError(msg, init);
+        if (res.status === 429 && init.code !== undefined && errors_js_1.CREATION_LIMIT_CODES.has(init.code)) {
+            return new errors_js_1.CreationLimitError(`${msg}: ${(0, errors_js_1.explainCreationLimit)(init.code, init.retryAfter, init.details)}`, init);
+        }
         if (res.status === 429)
             return new errors_js_1.RateLimitedError(msg, init);
         if (res.status === 401)
@@ -916,6 +965,10 @@ class Inbox {
     }
 }
 exports.Inbox = Inbox;
+/** The deadline a Recipient put in a wait's options, if any. */
+function scopeDeadline(options) {
+    return options[internal_js_1.SCOPE_DEADLINE];
+}
 /** A transport failure (no HTTP answer); refused says nothing was sent. */
 class NetworkError extends errors_js_1.MayflyError {
     refused;
@@ -1012,27 +1065,15 @@ function refused(err) {
     }
     return false;
 }
-/** The wait before the next attempt per the contract's retry table, or undefined: not retried. */
-function retryWait(err, kind, attempt, o) {
-    if (err instanceof NetworkError) {
-        if (err.refused || kind === 'safe')
-            return backoff(attempt, o.baseDelay, o.maxDelay);
+/** The wait before the next attempt per the contract's retry table (retry.ts), or undefined: not retried. */
+function retryWait(err, kind, attempt, remaining, policy) {
+    const left = remaining === Infinity ? undefined : remaining;
+    if (err instanceof NetworkError)
+        return (0, retry_js_1.retryDelay)({ transport: err.refused ? 'refused' : 'reset' }, kind, attempt, left, policy);
+    if (!(err instanceof errors_js_1.MayflyError) || err instanceof errors_js_1.InboxGoneError)
         return undefined;
-    }
-    if (!(err instanceof errors_js_1.MayflyError) || err instanceof errors_js_1.InboxGoneError || err instanceof errors_js_1.CreationLimitError)
-        return undefined;
-    const jitter = Math.random() * 250;
-    // Any 429 but a creation limit (handled above) is the request rate, with a code or without.
-    if (err.status === 429 || (err.status === 503 && err.code === 'REQUEST_PROTECTION')) {
-        const ra = (err.retryAfter ?? 1) * 1000;
-        return ra > o.maxRetryAfter ? undefined : ra + jitter; // a longer Retry-After is not waited: the error is returned
-    }
-    if (kind === 'safe' && (err.status === 500 || err.status === 503)) {
-        const b = backoff(attempt, o.baseDelay, o.maxDelay);
-        const ra = (err.retryAfter ?? 0) * 1000;
-        return ra > b && ra <= o.maxRetryAfter ? ra : b;
-    }
-    return undefined;
+    const retryAfter = err.retryAfter === undefined ? null : String(err.retryAfter);
+    return (0, retry_js_1.retryDelay)({ status: err.status, code: err.code, retryAfter }, kind, attempt, left, policy);
 }
 /** Transient: what a wait or a stream outlives (the network, 5xx, the request rate). */
 function transient(err) {
@@ -1043,11 +1084,6 @@ function transient(err) {
     if (err instanceof errors_js_1.MayflyError)
         return err.status === undefined || err.status === 429 || err.status >= 500;
     return true; // a stream's read error
-}
-/** Full jitter over 2^(attempt-1)·base, capped. */
-function backoff(attempt, base, cap) {
-    const ceiling = Math.min(cap, base * 2 ** Math.min(attempt - 1, 20));
-    return Math.random() * ceiling;
 }
 function sleep(ms, signal) {
     return new Promise((resolve, reject) => {
@@ -1077,22 +1113,27 @@ class Stream {
     #idle;
     #ctl;
     #done;
+    #replaced = false;
+    #parser = new sse_js_1.SSEParser({
+        onComment: (text) => {
+            if (text.trimStart().startsWith(REPLACED_COMMENT))
+                this.#replaced = true;
+        },
+    });
     constructor(body, idle, ctl, done) {
         this.#body = body;
         this.#idle = idle;
         this.#ctl = ctl;
         this.#done = done;
     }
+    /** The stream's last retry: field in ms, once read (undefined when it sent none). */
+    get retry() {
+        return this.#parser.retry;
+    }
     async *events() {
         const reader = this.#body.getReader();
         const decoder = new TextDecoder();
-        let replaced = false;
-        const parser = new sse_js_1.SSEParser({
-            onComment: (text) => {
-                if (text.trimStart().startsWith(REPLACED_COMMENT))
-                    replaced = true;
-            },
-        });
+        const parser = this.#parser;
         let timer = setTimeout(() => this.#ctl.abort(new errors_js_1.MayflyError('mayfly: the event stream went silent')), this.#idle);
         try {
             for (;;) {
@@ -1116,7 +1157,7 @@ class Stream {
                     if (m && typeof m.id === 'string' && m.id !== '')
                         yield m;
                 }
-                if (replaced)
+                if (this.#replaced)
                     throw new StreamReplaced();
             }
         }

@@ -12,6 +12,12 @@ export interface Mailbox {
 export interface MessageSummary {
     id: string;
     from: string;
+    /**
+     * The envelope recipient the message arrived for, lower-cased: the inbox's
+     * address, or a tagged address of it (`local+tag@domain`). A service older
+     * than sub-addressing sends none: the client fills in the inbox's address.
+     */
+    to: string;
     subject: string;
     received_at: string;
     status: MessageStatus;
@@ -20,6 +26,8 @@ export interface MessageSummary {
 export interface Message {
     id: string;
     from: string;
+    /** The envelope recipient, lower-cased (as MessageSummary.to). */
+    to: string;
     subject: string;
     received_at: string;
     status: MessageStatus;

@@ -45,7 +45,7 @@ func TestEncodedResponses(t *testing.T) {
 	}
 	items := make([]map[string]any, len(sums))
 	for i, s := range sums {
-		items[i] = map[string]any{"id": s.ID.String(), "from": s.From, "subject": s.Subject,
+		items[i] = map[string]any{"id": s.ID.String(), "to": addr, "from": s.From, "subject": s.Subject,
 			"received_at": s.ReceivedAt.UTC().Format(apiTime), "status": string(s.Status)}
 	}
 	want := map[string]any{"data": map[string]any{
@@ -61,7 +61,7 @@ func TestEncodedResponses(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		view := map[string]any{"id": msg.ID.String(), "from": msg.From, "subject": msg.Subject,
+		view := map[string]any{"id": msg.ID.String(), "to": addr, "from": msg.From, "subject": msg.Subject,
 			"received_at": msg.ReceivedAt.UTC().Format(apiTime), "status": string(msg.Status), "text_body": msg.Text, "html_body": msg.HTML}
 		r := u.do("GET", "/messages/"+s.ID.String(), "")
 		u.want(r, 200, "")

@@ -119,7 +119,10 @@ type sseStream struct {
 	// list finds every stored message. It is only compared, never updated.
 	node    string
 	mailbox uuid.UUID // for the log
-	rid     string    // the request id, for the log
+	// address is the inbox's: the "to" of a message event stored before
+	// layout 2026-11-27, which carries none.
+	address string
+	rid     string // the request id, for the log
 	expires time.Time
 	signals chan *signal
 	pending []*signal // signals taken from signals while the stream wrote (aside)
@@ -155,7 +158,7 @@ func (s *Server) handleEvents(ctx *fasthttp.RequestCtx, c *call) error {
 	}
 	rid := requestID(ctx)
 	st.lastID, st.expires, st.node = start.LastID, start.Mailbox.ExpiresAt, start.Node
-	st.mailbox, st.rid = start.Mailbox.ID, rid
+	st.mailbox, st.address, st.rid = start.Mailbox.ID, start.Mailbox.Address, rid
 	opened = true
 	// The stream outlives the handler: it runs on the connection in its own
 	// goroutine, free of fasthttp's buffers and write deadline. fasthttp
@@ -195,6 +198,7 @@ func (s *Server) serveStream(conn net.Conn, st *sseStream, rid string, replay []
 	}()
 	tag := st.session.Tag
 	w := newSSEWriter(conn, s.cfg.WriteTimeout)
+	w.address = st.address
 	defer func() {
 		if w.timedOut {
 			s.streamTimedOut(w, st)
@@ -522,6 +526,7 @@ type sseWriter struct {
 	// end's: the stream was ending anyway).
 	timedOut bool
 	ending   bool
+	address  string // the inbox's: see sseStream.address
 }
 
 func newSSEWriter(conn net.Conn, timeout time.Duration) *sseWriter {
@@ -561,6 +566,9 @@ func (w *sseWriter) chunk(s string) {
 
 // message writes one message.received event; data is the MessageSummary.
 func (w *sseWriter) message(m storage.Summary) {
+	if m.To == "" {
+		m.To = w.address
+	}
 	data, _ := json.Marshal(viewSummary(m))
 	b := w.buf[:0]
 	b = append(b, "event: message.received\nid: "...)

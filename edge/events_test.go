@@ -173,14 +173,17 @@ func assertMessageEvent(t *testing.T, ev sseEvent, want storage.Summary) {
 	if err := json.Unmarshal([]byte(ev.data), &data); err != nil {
 		t.Fatalf("data %q: %v", ev.data, err)
 	}
-	for k, v := range map[string]string{"id": want.ID.String(), "from": want.From, "subject": want.Subject, "status": "ready",
+	if want.To == "" {
+		t.Fatalf("delivered summary %+v has no To", want)
+	}
+	for k, v := range map[string]string{"id": want.ID.String(), "to": want.To, "from": want.From, "subject": want.Subject, "status": "ready",
 		"received_at": want.ReceivedAt.UTC().Format("2006-01-02T15:04:05.000Z07:00")} {
 		if data[k] != v {
 			t.Errorf("data.%s = %v, want %q", k, data[k], v)
 		}
 	}
-	if len(data) != 5 {
-		t.Errorf("data has %d fields, want the 5 of a MessageSummary: %s", len(data), ev.data)
+	if len(data) != 6 {
+		t.Errorf("data has %d fields, want the 6 of a MessageSummary (the spec's 5 and to): %s", len(data), ev.data)
 	}
 }
 

@@ -38,6 +38,7 @@ type mailboxResponse struct {
 
 type summaryView struct {
 	ID         string `json:"id"`
+	To         string `json:"to"`
 	From       string `json:"from"`
 	Subject    string `json:"subject"`
 	ReceivedAt string `json:"received_at"`
@@ -45,7 +46,7 @@ type summaryView struct {
 }
 
 func viewSummary(s storage.Summary) summaryView {
-	return summaryView{ID: s.ID.String(), From: s.From, Subject: s.Subject, ReceivedAt: formatTime(s.ReceivedAt), Status: string(s.Status)}
+	return summaryView{ID: s.ID.String(), To: s.To, From: s.From, Subject: s.Subject, ReceivedAt: formatTime(s.ReceivedAt), Status: string(s.Status)}
 }
 
 // writeList writes the message list from the summaries as stored: each is

@@ -20,8 +20,10 @@ import (
 // satisfies it.
 type Deliverer interface {
 	// Exists reports whether a live mailbox has address (ignoring ASCII case
-	// only, see storage.LowerASCII).
-	// Errors: storage.ErrUnavailable.
+	// only, see storage.LowerASCII; a sub-address names its inbox, see
+	// storage.ParseRecipient).
+	// Errors: storage.ErrBadSubaddress, storage.ErrLocalPartTooLong,
+	// storage.ErrUnavailable.
 	Exists(ctx context.Context, address string) (bool, error)
 	// Deliver stores m in the live mailbox at address in one Redis call.
 	// Errors: storage.ErrMailboxNotFound, storage.ErrUnavailable.

@@ -85,9 +85,12 @@ func (s *session) Mail(_ string, _ *smtp.MailOptions) error {
 }
 
 // Rcpt accepts a recipient only if its domain is ours and a live mailbox has
-// the address. Addresses are compared ignoring ASCII case only
-// (storage.LowerASCII). A repeated recipient is accepted once and stored
-// once.
+// the address, or, for a sub-address local+tag@domain (RFC 5233,
+// storage.ParseRecipient), local@domain while the store writes a layout that
+// records the tag; a malformed tag is 553 5.1.3. Addresses are compared
+// ignoring ASCII case only (storage.LowerASCII). A repeated recipient is
+// accepted once and stored once; an inbox and its sub-addresses are
+// distinct recipients, each stored as a message of its own.
 func (s *session) Rcpt(to string, _ *smtp.RcptOptions) error {
 	if s.conn.hungUp() {
 		return reply(errHungUp)
@@ -106,6 +109,9 @@ func (s *session) Rcpt(to string, _ *smtp.RcptOptions) error {
 	ctx, cancel := context.WithTimeout(context.Background(), s.srv.cfg.RedisTimeout)
 	defer cancel()
 	ok, err := s.srv.store.Exists(ctx, addr)
+	if errors.Is(err, storage.ErrBadSubaddress) || errors.Is(err, storage.ErrLocalPartTooLong) {
+		return s.refuseRcpt(err)
+	}
 	if err != nil {
 		s.srv.redisError("smtp recipient check", s.conn.ip, err)
 		return s.refuse(err)

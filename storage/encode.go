@@ -23,16 +23,19 @@ type Encoded struct {
 	StreamID   string
 	ReceivedAt time.Time
 	// JSON is the API object without received_at:
-	// {"id":…,"from":…,"subject":…,"status":…}, and for a message
-	// text_body and html_body after them.
+	// {"id":…,"to":…,"from":…,"subject":…,"status":…}, and for a message
+	// text_body and html_body after them. A message stored before layout
+	// 2026-11-27 has no "to": the readers add its inbox's address (withTo).
 	JSON string
 }
 
 // encodedSummary is the shape of a summary's JSON; encodedMessage a message's.
 // The id must stay the first member: drop_message (lib.lua) reads it from
-// the start of the stored JSON.
+// the start of the stored JSON. to is the second, where withTo looks for it;
+// it is left out by a store writing a layout before 2026-11-27.
 type encodedSummary struct {
 	ID      string `json:"id"`
+	To      string `json:"to,omitempty"`
 	From    string `json:"from"`
 	Subject string `json:"subject"`
 	Status  Status `json:"status"`
@@ -62,13 +65,13 @@ func encodeJSON(v any) string {
 
 // encodeSummary is the stored summary JSON of a message.
 func encodeSummary(s Summary) string {
-	return encodeJSON(encodedSummary{ID: s.ID.String(), From: s.From, Subject: s.Subject, Status: s.Status})
+	return encodeJSON(encodedSummary{ID: s.ID.String(), To: s.To, From: s.From, Subject: s.Subject, Status: s.Status})
 }
 
 // encodeMessage is the stored message JSON; bodies are shown only when the
 // message is ready.
 func encodeMessage(m Message) string {
-	v := encodedMessage{encodedSummary: encodedSummary{ID: m.ID.String(), From: m.From, Subject: m.Subject, Status: m.Status}}
+	v := encodedMessage{encodedSummary: encodedSummary{ID: m.ID.String(), To: m.To, From: m.From, Subject: m.Subject, Status: m.Status}}
 	if m.Status == StatusReady {
 		v.Text, v.HTML = m.Text, m.HTML
 	}
@@ -94,6 +97,23 @@ func withID(id uuid.UUID, js string) string {
 	return `{"id":"` + id.String() + `",` + js[1:]
 }
 
+// idPrefix is the length of a stored JSON's id member with its comma:
+// {"id":"<36>",
+const idPrefix = len(`{"id":"`) + 36 + len(`",`)
+
+// withTo is summary or message JSON js (with its id member) with a "to"
+// member naming addr when it has none, as a message stored before layout
+// 2026-11-27 has not: it arrived for its inbox's address, the only one
+// delivered then. It looks only where encodedSummary puts "to", second: a
+// "to" inside a string value is escaped (\"to\") and never matches.
+func withTo(js, addr string) string {
+	if len(js) <= idPrefix || !strings.HasPrefix(js, `{"id":"`) || strings.HasPrefix(js[idPrefix:], `"to":`) || addr == "" {
+		return js
+	}
+	to, _ := json.Marshal(addr)
+	return js[:idPrefix] + `"to":` + string(to) + "," + js[idPrefix:]
+}
+
 // decodeSummary reads a stored summary (or message) JSON back into s.
 func decodeSummary(js string, s *Summary) error {
 	var v encodedSummary
@@ -104,7 +124,7 @@ func decodeSummary(js string, s *Summary) error {
 	if err != nil {
 		return fmt.Errorf("stored summary: %w", err)
 	}
-	s.ID, s.From, s.Subject, s.Status = id, v.From, v.Subject, v.Status
+	s.ID, s.To, s.From, s.Subject, s.Status = id, v.To, v.From, v.Subject, v.Status
 	return nil
 }
 
@@ -119,7 +139,7 @@ func decodeMessage(e Encoded) (Message, error) {
 		return Message{}, fmt.Errorf("stored message: %w", err)
 	}
 	return Message{
-		Summary: Summary{ID: id, From: v.From, Subject: v.Subject, Status: v.Status, StreamID: e.StreamID, ReceivedAt: e.ReceivedAt},
+		Summary: Summary{ID: id, To: v.To, From: v.From, Subject: v.Subject, Status: v.Status, StreamID: e.StreamID, ReceivedAt: e.ReceivedAt},
 		Text:    v.Text, HTML: v.HTML,
 	}, nil
 }

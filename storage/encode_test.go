@@ -55,7 +55,7 @@ func TestEncodedMatchesDecoded(t *testing.T) {
 			t.Fatalf("entry %d: %q: %v", i, e.JSON, err)
 		}
 		if got["id"] != sums[i].ID.String() || got["from"] != sums[i].From || got["subject"] != sums[i].Subject ||
-			got["status"] != string(sums[i].Status) || len(got) != 4 {
+			got["status"] != string(sums[i].Status) || got["to"] != sums[i].To || got["to"] != m.Address || len(got) != 5 {
 			t.Errorf("entry %d: encoded %v, decoded %+v", i, got, sums[i])
 		}
 		if got["from"] != strings.ToValidUTF8(want.From, "\ufffd") || got["subject"] != strings.ToValidUTF8(want.Subject, "\ufffd") {
@@ -79,11 +79,11 @@ func TestEncodedMatchesDecoded(t *testing.T) {
 		if want.Status != storage.StatusReady {
 			text, html = "", ""
 		}
-		if got["text_body"] != text || got["html_body"] != html || got["id"] != id.String() || len(got) != 6 {
+		if got["text_body"] != text || got["html_body"] != html || got["id"] != id.String() || got["to"] != m.Address || len(got) != 7 {
 			t.Errorf("message %d: %v, want bodies %q %q", i, got, text, html)
 		}
 		msg, err := f.store.Message(ctx, sess, id)
-		if err != nil || msg.Text != got["text_body"] || msg.HTML != got["html_body"] || msg.Subject != got["subject"] || msg.StreamID != e.StreamID {
+		if err != nil || msg.Text != got["text_body"] || msg.HTML != got["html_body"] || msg.Subject != got["subject"] || msg.To != got["to"] || msg.StreamID != e.StreamID {
 			t.Errorf("message %d decoded: %+v, %v; encoded %v", i, msg, err, got)
 		}
 	}
@@ -132,8 +132,13 @@ func TestReadsLayoutBefore(t *testing.T) {
 	if err != nil || len(sums) != 2 || sums[0].Subject != "old two" || sums[1].ID != first || sums[1].From != "old@example.com" {
 		t.Fatalf("Messages over the old layout: %+v, %v", sums, err)
 	}
+	for _, sum := range sums {
+		if sum.To != m.Address {
+			t.Errorf("Messages over the old layout: To = %q, want the inbox's %q", sum.To, m.Address)
+		}
+	}
 	msg, err := f.store.Message(ctx, sess, first)
-	if err != nil || msg.Text != "text of old one" || msg.HTML != "<p>old one</p>" || msg.Subject != "old one" {
+	if err != nil || msg.Text != "text of old one" || msg.HTML != "<p>old one</p>" || msg.Subject != "old one" || msg.To != m.Address {
 		t.Fatalf("Message of the old layout: %+v, %v", msg, err)
 	}
 	e, err := f.store.MessageJSON(ctx, sess, second)

@@ -80,15 +80,17 @@ func ParseEvent(payload []byte) (Event, error) {
 	}
 	switch raw.Type {
 	case EventMessage:
+		to := ""
 		if raw.Summary != nil {
 			raw.ID, raw.From, raw.Subject, raw.Status = raw.Summary.ID, raw.Summary.From, raw.Summary.Subject, raw.Summary.Status
+			to = raw.Summary.To // "" before layout 2026-11-27: the inbox's address
 		}
 		id, err := uuid.Parse(raw.ID)
 		if err != nil {
 			return Event{}, fmt.Errorf("storage: event: %w", err)
 		}
 		return Event{Type: raw.Type, Node: raw.Node, Message: Summary{
-			ID: id, From: raw.From, Subject: raw.Subject, Status: raw.Status,
+			ID: id, To: to, From: raw.From, Subject: raw.Subject, Status: raw.Status,
 			StreamID: raw.SID, ReceivedAt: streamTime(raw.SID),
 		}}, nil
 	case EventExtended:
@@ -149,6 +151,11 @@ func (s *Store) OpenStream(ctx context.Context, session Credential, token string
 	st.Node, _ = res[7].ToString()
 	if st.Replay, err = parseEntries(res[8:]); err != nil {
 		return StreamStart{}, unavailable("open stream", err)
+	}
+	for i := range st.Replay {
+		if st.Replay[i].To == "" {
+			st.Replay[i].To = m.Address // stored before layout 2026-11-27
+		}
 	}
 	return st, nil
 }

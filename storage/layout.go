@@ -25,14 +25,21 @@ const (
 	// creations (ratelimit: a hash per IPv4 /24 or IPv6 /48 with its
 	// creation windows and active slots).
 	Layout20261126 = "2026-11-26"
+	// Layout20261127 is 2026-11-26 and each message's envelope recipient:
+	// a "to" member in its summary and message JSON (second, after the
+	// id). It is the one layout that delivers mail for sub-addresses
+	// (local+tag@domain, RFC 5233): a node writing an older one answers
+	// them as unknown addresses, as releases before it do, so no message
+	// is stored without the tag it arrived for.
+	Layout20261127 = "2026-11-27"
 	// LayoutCurrent is the newest layout this release writes, the default
 	// on a fresh cluster.
-	LayoutCurrent = Layout20261126
+	LayoutCurrent = Layout20261127
 )
 
 // Layouts lists every layout this release reads and may write, oldest
 // first.
-var Layouts = []string{Layout20261124, Layout20261125, Layout20261126}
+var Layouts = []string{Layout20261124, Layout20261125, Layout20261126, Layout20261127}
 
 // ValidLayout reports whether name is a layout of Layouts.
 func ValidLayout(name string) bool {
@@ -46,6 +53,11 @@ func (s *Store) WriteLayout() string { return *s.layout.Load() }
 // layout whose writes differ on the storage side (the others differ in
 // ratelimit's keys).
 func (s *Store) writesNov24() bool { return s.WriteLayout() == Layout20261124 }
+
+// Subaddressing reports whether the store delivers mail for sub-addresses
+// (local+tag@domain): only while it writes Layout20261127 or later, which
+// records each message's recipient.
+func (s *Store) Subaddressing() bool { return s.WriteLayout() >= Layout20261127 }
 
 // SetWriteLayout makes the store write layout name from its next write on;
 // it refuses a name outside Layouts. What the store reads does not change.

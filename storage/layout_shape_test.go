@@ -26,7 +26,8 @@ var updateLayouts = flag.Bool("update-layouts", false, "rewrite storage/testdata
 
 // TestLayoutShapes is the gate on layout changes: it runs every kind of
 // write Mayfly makes (a creation reserved, a mailbox created, selected
-// twice, extended, two deliveries and a duplicate, a stream opened, the
+// twice, extended, two deliveries and a duplicate, one to a sub-address
+// where the layout has them, a stream opened, the
 // request, SMTP and global counters) with the store and the limiter
 // writing each layout of storage.Layouts, and compares the shape of what
 // landed in Redis (every key with its type and TTL, every field and the
@@ -120,7 +121,13 @@ func writeEverything(t *testing.T, layout string) string {
 			Text: "code 123456", HTML: "<p>code</p>", Key: key}
 	}
 	key := storage.DeliveryKey([]byte("raw message one"))
-	for _, n := range []storage.NewMessage{msg("one", key), msg("one", key), msg("two", ""), msg("three", storage.DeliveryKey([]byte("three")))} {
+	for i, n := range []storage.NewMessage{msg("one", key), msg("one", key), msg("two", ""), msg("three", storage.DeliveryKey([]byte("three")))} {
+		if i == 2 && layout >= storage.Layout20261127 {
+			// A sub-address: the same bytes again, stored under a key of
+			// its own (and evicted by the next two, as the oldest).
+			_, err := store.Deliver(ctx, m.Tag()+"+signup@mayfly.test", msg("one", key))
+			must("deliver to a sub-address", err)
+		}
 		_, err := store.Deliver(ctx, m.Address, n)
 		must("deliver", err)
 	}

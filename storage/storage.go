@@ -28,6 +28,12 @@ var (
 	ErrMailboxNotFound = errors.New("storage: mailbox not found")
 	// ErrMessageNotFound: no such message in the session's mailbox.
 	ErrMessageNotFound = errors.New("storage: message not found")
+	// ErrBadSubaddress: a recipient's local part has a '+' and what follows
+	// it is no valid tag (see ParseRecipient).
+	ErrBadSubaddress = errors.New("storage: bad sub-address tag")
+	// ErrLocalPartTooLong: a sub-addressed recipient's local part is over
+	// 64 octets (RFC 5321, 4.5.3.1.1).
+	ErrLocalPartTooLong = errors.New("storage: local part over 64 octets")
 	// ErrUnavailable: Redis did not answer in time or answered with an error.
 	// The wrapped error carries the detail for logs; never show it to a client.
 	ErrUnavailable = errors.New("storage: redis unavailable")
@@ -91,9 +97,76 @@ func LowerASCII(s string) string {
 	return string(b)
 }
 
+// Recipient is an SMTP recipient as Mayfly reads it (RFC 5233
+// sub-addressing): mail to local+tag@domain goes to the inbox local@domain.
+type Recipient struct {
+	// Box is the inbox's address, local@domain.
+	Box string
+	// To is the address as accepted: Box, or local+tag@domain. Both are
+	// lower-cased (ASCII only, LowerASCII).
+	To string
+}
+
+// Tagged reports whether r names a sub-address of its inbox.
+func (r Recipient) Tagged() bool { return r.To != r.Box }
+
+// Sub-address bounds: a tag is 1 to MaxSubaddressTag characters of A-Z a-z
+// 0-9 . _ -, after the first '+' of the local part; the local part with it
+// is at most MaxLocalPart octets (RFC 5321).
+const (
+	MaxSubaddressTag = 64
+	MaxLocalPart     = 64
+)
+
+// ParseRecipient reads address as Mayfly's recipients are read: lower-cased
+// (ASCII only), and when its local part holds a '+', split into the inbox
+// local@domain and the tag after the first '+'. It does not say whether the
+// inbox exists.
+// Errors: ErrBadSubaddress (an empty tag, a second '+', any other character
+// than A-Z a-z 0-9 . _ -, more than MaxSubaddressTag of them),
+// ErrLocalPartTooLong (a tagged local part over MaxLocalPart octets).
+func ParseRecipient(address string) (Recipient, error) {
+	lower := LowerASCII(address)
+	at := strings.LastIndexByte(lower, '@')
+	if at < 0 {
+		return Recipient{Box: lower, To: lower}, nil
+	}
+	local, domain := lower[:at], lower[at:]
+	base, tag, tagged := strings.Cut(local, "+")
+	if !tagged {
+		return Recipient{Box: lower, To: lower}, nil
+	}
+	if !validSubaddressTag(tag) {
+		return Recipient{}, ErrBadSubaddress
+	}
+	if len(local) > MaxLocalPart {
+		return Recipient{}, ErrLocalPartTooLong
+	}
+	return Recipient{Box: base + domain, To: lower}, nil
+}
+
+// validSubaddressTag is the tag grammar of ParseRecipient, on a lower-cased
+// tag.
+func validSubaddressTag(tag string) bool {
+	if len(tag) == 0 || len(tag) > MaxSubaddressTag {
+		return false
+	}
+	for i := 0; i < len(tag); i++ {
+		c := tag[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
 // Summary is what the message list shows of a message.
 type Summary struct {
-	ID         uuid.UUID
+	ID uuid.UUID
+	// To is the envelope recipient the message arrived for (see Recipient);
+	// empty when it was stored before Layout20261127 and read without its
+	// mailbox's address (events: the reader knows the inbox's address).
+	To         string
 	From       string
 	Subject    string
 	ReceivedAt time.Time

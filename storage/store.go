@@ -230,7 +230,9 @@ func (s *Store) Messages(ctx context.Context, session Credential, p Page) ([]Sum
 }
 
 // MessagesJSON returns one page of the session's messages as stored (the
-// summaries pre-encoded), newest first, and whether more follow.
+// summaries pre-encoded), newest first, and whether more follow. A summary
+// stored before layout 2026-11-27 gets its "to", the mailbox's address,
+// from the box's a field read in the same transaction.
 //
 // It is the hot path, so it runs no script: one MULTI/EXEC in the mailbox's
 // slot reads the server time, the session and expiry fields of the box and
@@ -243,11 +245,12 @@ func (s *Store) MessagesJSON(ctx context.Context, session Credential, p Page) ([
 	// and clamping it keeps XREVRANGE's COUNT bounded.
 	offset := min(p.Offset, s.cfg.MaxMessages)
 	t, b := session.Tag, s.client.B()
-	_, tx, err := s.snapshot(ctx, "list", session, nil,
+	box, tx, err := s.snapshot(ctx, "list", session, []string{"a"},
 		b.Xrevrange().Key(s.keys.msgs(t)).End("+").Start("-").Count(int64(offset+p.Limit+1)).Build())
 	if err != nil {
 		return nil, false, err
 	}
+	addr, _ := box[0].ToString()
 	entries, err := tx.ToArray()
 	if err != nil {
 		return nil, false, unavailable("list", err)
@@ -259,6 +262,7 @@ func (s *Store) MessagesJSON(ctx context.Context, session Credential, p Page) ([
 		if out[i], err = entryJSON(&entries[i]); err != nil {
 			return nil, false, unavailable("list", err)
 		}
+		out[i].JSON = withTo(out[i].JSON, addr)
 	}
 	return out, more, nil
 }
@@ -407,18 +411,20 @@ func (s *Store) Message(ctx context.Context, session Credential, id uuid.UUID) (
 }
 
 // MessageJSON returns one message of the session's mailbox as stored
-// (pre-encoded, bodies included), in one MULTI/EXEC like MessagesJSON: the
+// (pre-encoded, bodies included; "to" added as MessagesJSON does), in one
+// MULTI/EXEC like MessagesJSON: the
 // box maps the message id (its 16 bytes) to its stream id and holds its
 // JSON; a message delivered before 2026-11-25 has them in the bodies hash,
 // read in the same transaction.
 // Errors: ErrSessionInvalid, ErrMessageNotFound, ErrUnavailable.
 func (s *Store) MessageJSON(ctx context.Context, session Credential, id uuid.UUID) (Encoded, error) {
 	ids := id.String()
-	f, r, err := s.snapshot(ctx, "message", session, []string{string(id[:]), string(id[:]) + "m"},
+	f, r, err := s.snapshot(ctx, "message", session, []string{string(id[:]), string(id[:]) + "m", "a"},
 		s.client.B().Hmget().Key(s.keys.bodies(session.Tag)).Field(ids, ids+":m").Build())
 	if err != nil {
 		return Encoded{}, err
 	}
+	addr, _ := f[2].ToString()
 	var sid string
 	if !f[0].IsNil() {
 		meta, _ := f[0].ToString()
@@ -433,7 +439,7 @@ func (s *Store) MessageJSON(ctx context.Context, session Credential, id uuid.UUI
 		sid, _ = f[0].ToString()
 	}
 	if f[1].IsNil() {
-		return s.messageBefore(ctx, session, id) // stored before the pre-encoded layout
+		return s.messageBefore(ctx, session, id, addr) // stored before the pre-encoded layout
 	}
 	js, err := f[1].ToString()
 	if err == nil && !isObject(js) {
@@ -442,12 +448,13 @@ func (s *Store) MessageJSON(ctx context.Context, session Credential, id uuid.UUI
 	if err != nil {
 		return Encoded{}, unavailable("message", err)
 	}
-	return Encoded{StreamID: sid, ReceivedAt: streamTime(sid), JSON: withID(id, js)}, nil
+	return Encoded{StreamID: sid, ReceivedAt: streamTime(sid), JSON: withTo(withID(id, js), addr)}, nil
 }
 
 // messageBefore reads a message stored before the pre-encoded layout
-// (message.lua) and encodes it.
-func (s *Store) messageBefore(ctx context.Context, session Credential, id uuid.UUID) (Encoded, error) {
+// (message.lua) and encodes it, with the mailbox's address addr as its
+// recipient.
+func (s *Store) messageBefore(ctx context.Context, session Credential, id uuid.UUID, addr string) (Encoded, error) {
 	t := session.Tag
 	res, err := s.scripts.message.Exec(ctx, s.client, []string{s.keys.box(t), s.keys.msgs(t), s.keys.bodies(t)},
 		[]string{session.digests(), id.String()}).ToArray()
@@ -471,6 +478,7 @@ func (s *Store) messageBefore(ctx context.Context, session Credential, id uuid.U
 	}
 	m.Text, _ = res[3].ToString()
 	m.HTML, _ = res[4].ToString()
+	m.To = addr
 	e.JSON = encodeMessage(m)
 	return e, nil
 }
@@ -497,29 +505,41 @@ func (s *Store) DeleteMessage(ctx context.Context, session Credential, id uuid.U
 	return nil
 }
 
-// splitAddress returns the tag and the lower-cased (ASCII only) address of a recipient,
-// or false when it cannot be a Mayfly address.
-func splitAddress(address string) (tag, lower string, ok bool) {
-	lower = LowerASCII(address)
-	tag = TagOf(lower)
-	if _, domain, found := strings.Cut(lower, "@"); !found || domain == "" || !ValidTag(tag) {
-		return "", "", false
+// splitAddress reads a recipient (ParseRecipient) and returns its inbox's
+// tag, and false when it cannot be a Mayfly address: no domain, no valid
+// inbox tag, a malformed sub-address (err says which), or a sub-address
+// while the store writes a layout that cannot record it (Subaddressing).
+func (s *Store) splitAddress(address string) (tag string, r Recipient, ok bool, err error) {
+	r, err = ParseRecipient(address)
+	if err != nil {
+		if !s.Subaddressing() {
+			// What releases before sub-addressing answer: no such mailbox.
+			return "", Recipient{}, false, nil
+		}
+		return "", Recipient{}, false, err
 	}
-	return tag, lower, true
+	tag = TagOf(r.Box)
+	if _, domain, found := strings.Cut(r.Box, "@"); !found || domain == "" || !ValidTag(tag) || r.Tagged() && !s.Subaddressing() {
+		return "", Recipient{}, false, nil
+	}
+	return tag, r, true, nil
 }
 
 // Exists reports whether a live mailbox has address, ignoring ASCII case
-// only (LowerASCII).
+// only (LowerASCII); for a sub-address local+tag@domain (ParseRecipient),
+// whether local@domain has one, while the store writes a layout that
+// records the tag (Subaddressing; before it, false).
 //
 // It is the SMTP recipient check, one native HMGET: the box hash expires
 // with the mailbox, and its expiry field is compared with this node's clock
 // for the last milliseconds before Redis drops it. Deliver re-checks on the
 // Redis clock and is the authority.
-// Errors: ErrUnavailable.
+// Errors: ErrBadSubaddress, ErrLocalPartTooLong (while Subaddressing),
+// ErrUnavailable.
 func (s *Store) Exists(ctx context.Context, address string) (bool, error) {
-	tag, lower, ok := splitAddress(address)
+	tag, r, ok, err := s.splitAddress(address)
 	if !ok {
-		return false, nil
+		return false, err
 	}
 	f, err := s.client.Do(ctx, s.client.B().Hmget().Key(s.keys.box(tag)).Field("a", "e").Build()).ToArray()
 	if err != nil {
@@ -530,15 +550,19 @@ func (s *Store) Exists(ctx context.Context, address string) (bool, error) {
 	}
 	a, _ := f[0].ToString()
 	e, err := f[1].AsInt64()
-	return err == nil && a == lower && e > time.Now().UnixMilli(), nil
+	return err == nil && a == r.Box && e > time.Now().UnixMilli(), nil
 }
 
-// Deliver appends m to the live mailbox at address (case-insensitive) in one
+// Deliver appends m to the live mailbox at address (case-insensitive; a
+// sub-address goes to its inbox, see Exists, and is the message's To) in one
 // script call: the summary to the stream, the message (bodies included) to
 // the box hash, the oldest messages evicted while the mailbox is over its caps, and
 // an event published on the mailbox's channel. Bodies are truncated so the
-// message fits MaxMessageBytes (HTML first, at a UTF-8 boundary).
-// Errors: ErrMailboxNotFound (no live mailbox at address), ErrUnavailable.
+// message fits MaxMessageBytes (HTML first, at a UTF-8 boundary). m.Key
+// dedupes per recipient address: the same bytes sent to an inbox and to a
+// sub-address of it are two messages, each with its own To.
+// Errors: ErrMailboxNotFound (no live mailbox at address, or a sub-address
+// the store does not deliver), ErrUnavailable.
 func (s *Store) Deliver(ctx context.Context, address string, m NewMessage) (Summary, error) {
 	d, err := s.delivery(address, m)
 	if err != nil {
@@ -556,9 +580,14 @@ type delivery struct {
 
 // delivery prepares the script call that stores m at address.
 func (s *Store) delivery(address string, m NewMessage) (delivery, error) {
-	tag, lower, ok := splitAddress(address)
+	tag, r, ok, _ := s.splitAddress(address)
 	if !ok {
 		return delivery{}, ErrMailboxNotFound
+	}
+	if r.Tagged() && m.Key != "" {
+		// A key of its own per sub-address: the key of the raw bytes
+		// stays the inbox address's, as before sub-addressing.
+		m.Key = DeliveryKey([]byte(m.Key + " " + r.To))
 	}
 	if !m.Status.Valid() {
 		m.Status = StatusFailed
@@ -569,6 +598,9 @@ func (s *Store) delivery(address string, m NewMessage) (delivery, error) {
 	size := len(m.From) + len(m.Subject) + len(m.Text) + len(m.HTML)
 	id := uuid.New()
 	sum := Summary{ID: id, From: m.From, Subject: m.Subject, Status: m.Status}
+	if s.Subaddressing() {
+		sum.To = r.To // else the layout has no "to": readers add the inbox's address
+	}
 	key, oldKey := storedKey(m.Key)
 	msg, legacy := encodeMessage(Message{Summary: sum, Text: m.Text, HTML: m.HTML}), ""
 	if s.writesNov24() {
@@ -576,8 +608,10 @@ func (s *Store) delivery(address string, m NewMessage) (delivery, error) {
 	} else {
 		msg = withoutID(id, msg)
 	}
+	enc := encodeSummary(sum)
+	sum.To = r.To
 	return delivery{keys: s.keys.all(tag), sum: sum, args: []string{
-		lower, id.String(), encodeSummary(sum), msg,
+		r.Box, id.String(), enc, msg,
 		strconv.Itoa(size), strconv.Itoa(s.cfg.MaxMessages), strconv.Itoa(s.cfg.MaxMailboxBytes), key, oldKey, string(id[:]),
 		legacy,
 	}}, nil

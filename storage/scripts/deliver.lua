@@ -1,6 +1,8 @@
 -- deliver.lua: append one message to a live mailbox.
 -- KEYS: box, msgs, bodies, events
--- ARGV: recipient address (lower case), message id, summary JSON, message
+-- ARGV: the inbox's address (lower case; for a sub-address local+tag@domain,
+--       local@domain: the tag is in the JSONs' "to"), message id, summary
+--       JSON, message
 --       JSON without its id member (see storage/encode.go), size (bytes
 --       counted against the mailbox), max messages, max mailbox bytes,
 --       delivery key as stored (16 bytes of the SHA-256 of the raw message,

@@ -578,7 +578,7 @@ export class Inbox {
           if (seen.has(m.id)) continue;
           seen.add(m.id);
           if (step.kind === 'list' && step.initial) continue; // there before events() began
-          if (to !== undefined && m.to.toLowerCase() !== to) continue; // another recipient's
+          if (to !== undefined && (m.to ?? '').toLowerCase() !== to) continue; // another recipient's
           yielded++;
           yield { type: 'message.received', message: m, missed: step.kind === 'list' };
         }
@@ -750,7 +750,7 @@ export class Inbox {
     };
     const consider = async (m: MessageSummary): Promise<Message | undefined> => {
       if (!qualifies(m)) return undefined;
-      if (to !== undefined && m.to.toLowerCase() !== to) {
+      if (to !== undefined && (m.to ?? '').toLowerCase() !== to) {
         rejected.add(m.id); // another recipient's: not read, not counted as arrived
         return undefined;
       }

@@ -376,7 +376,7 @@ class Inbox {
                     seen.add(m.id);
                     if (step.kind === 'list' && step.initial)
                         continue; // there before events() began
-                    if (to !== undefined && m.to.toLowerCase() !== to)
+                    if (to !== undefined && (m.to ?? '').toLowerCase() !== to)
                         continue; // another recipient's
                     yielded++;
                     yield { type: 'message.received', message: m, missed: step.kind === 'list' };
@@ -544,7 +544,7 @@ class Inbox {
         const consider = async (m) => {
             if (!qualifies(m))
                 return undefined;
-            if (to !== undefined && m.to.toLowerCase() !== to) {
+            if (to !== undefined && (m.to ?? '').toLowerCase() !== to) {
                 rejected.add(m.id); // another recipient's: not read, not counted as arrived
                 return undefined;
             }

@@ -44,3 +44,48 @@ describe('the event-stream parser (clients/testdata/sse.json)', () => {
     });
   }
 });
+
+describe("the event stream's retry: (a fake SSE server)", () => {
+  test('after a stream ends, the first reconnect waits its last retry: plus up to 250 ms', async () => {
+    const http = await import('node:http');
+    const { Mayfly } = await import('../dist/index.js');
+    const opens = []; // when each GET /events came, and when the first ended
+    let ended = 0;
+    const mailbox = { id: '0b5e2a7c-3f1d-4e8a-9c6b-7d2e1f0a4b93', address: 'abc@mayfly.test', kind: 'temporary', expires_at: null, max_expires_at: null };
+    const server = http.createServer((req, res) => {
+      const json = (data) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ data }));
+      };
+      if (req.url.startsWith('/v1/events')) {
+        opens.push(Date.now());
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        if (opens.length === 1) {
+          // The stream's retry, then (a restart) its end.
+          res.write(': hello\nretry: 900\nretry: 1500\n\n');
+          setTimeout(() => {
+            ended = Date.now();
+            res.end();
+          }, 100);
+        } else res.write(': hello\n\n');
+        return;
+      }
+      if (req.url.startsWith('/v1/messages')) return json({ items: [], pagination: { limit: 100, offset: 0, has_more: false } });
+      if (req.url.startsWith('/v1/mailboxes/current')) return json({ mailbox });
+      res.writeHead(404).end();
+    });
+    await new Promise((r) => server.listen(0, '127.0.0.1', r));
+    const base = `http://127.0.0.1:${server.address().port}/v1`;
+    try {
+      const inbox = new Mayfly({ baseUrl: base, logger: () => {} }).restore({ version: 1, base, mailbox, cookies: [], seen: [] });
+      const it = inbox.events({ timeout: 4000 });
+      await assert.rejects((async () => { for await (const _ of it); })(), /timeout of 4000 ms/);
+      assert.ok(opens.length >= 2, `reconnected (${opens.length} opens)`);
+      const gap = opens[1] - ended;
+      assert.ok(gap >= 1500 && gap < 2100, `the reconnect came ${gap} ms after the end; want the stream's retry: 1500 ms plus up to 250 ms`);
+    } finally {
+      server.closeAllConnections();
+      server.close();
+    }
+  });
+});

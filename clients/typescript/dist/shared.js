@@ -3,7 +3,7 @@
 // address. A public service allows 5 creations a minute, 10 an hour and 20 a
 // day per IP: one inbox per test spends a day's creations in 20 tests, one
 // inbox per worker costs a suite one creation an hour.
-import { InboxGoneError } from './errors.js';
+import { CreationLimitError, InboxGoneError } from './errors.js';
 import { MAX_LOCAL, Recipient } from './recipient.js';
 /** How close to its expiry (or its lifetime cap) an inbox is extended (or replaced) before a hand-out, in ms. */
 export const SHARED_MARGIN = 5 * 60_000;
@@ -44,6 +44,8 @@ export class SharedInbox {
     /** The hand-outs, one at a time (two tests of a worker never race to create). */
     #queue = Promise.resolve();
     #creations = 0;
+    /** A creation refused by a limit, thrown again without a request until its Retry-After (or 1 s) has passed. */
+    #refused;
     constructor(mayfly, options = {}) {
         this.#mayfly = mayfly;
         this.#options = options;
@@ -107,7 +109,20 @@ export class SharedInbox {
         return inbox;
     }
     async #create() {
-        const inbox = await this.#mayfly.createInbox({ ...this.#options.inbox });
+        // Refused attempts count against the creation windows: the tests that
+        // follow a refusal get the same error, not one more attempt each.
+        if (this.#refused !== undefined && Date.now() < this.#refused.until)
+            throw this.#refused.err;
+        let inbox;
+        try {
+            inbox = await this.#mayfly.createInbox({ ...this.#options.inbox });
+        }
+        catch (err) {
+            if (err instanceof CreationLimitError)
+                this.#refused = { err, until: Date.now() + (err.retryAfter ?? 1) * 1000 };
+            throw err;
+        }
+        this.#refused = undefined;
         this.#creations++;
         this.#inbox = inbox;
         return inbox;

@@ -5,7 +5,7 @@
 // inbox per worker costs a suite one creation an hour.
 
 import type { CreateInboxOptions, Inbox, Mayfly } from './client.js';
-import { InboxGoneError } from './errors.js';
+import { CreationLimitError, InboxGoneError } from './errors.js';
 import type { Deadline } from './internal.js';
 import { MAX_LOCAL, Recipient } from './recipient.js';
 
@@ -60,6 +60,8 @@ export class SharedInbox {
   /** The hand-outs, one at a time (two tests of a worker never race to create). */
   #queue: Promise<unknown> = Promise.resolve();
   #creations = 0;
+  /** A creation refused by a limit, thrown again without a request until its Retry-After (or 1 s) has passed. */
+  #refused: { err: CreationLimitError; until: number } | undefined;
 
   constructor(mayfly: Mayfly, options: SharedInboxOptions = {}) {
     this.#mayfly = mayfly;
@@ -126,7 +128,17 @@ export class SharedInbox {
   }
 
   async #create(): Promise<Inbox> {
-    const inbox = await this.#mayfly.createInbox({ ...this.#options.inbox });
+    // Refused attempts count against the creation windows: the tests that
+    // follow a refusal get the same error, not one more attempt each.
+    if (this.#refused !== undefined && Date.now() < this.#refused.until) throw this.#refused.err;
+    let inbox: Inbox;
+    try {
+      inbox = await this.#mayfly.createInbox({ ...this.#options.inbox });
+    } catch (err) {
+      if (err instanceof CreationLimitError) this.#refused = { err, until: Date.now() + (err.retryAfter ?? 1) * 1000 };
+      throw err;
+    }
+    this.#refused = undefined;
     this.#creations++;
     this.#inbox = inbox;
     return inbox;

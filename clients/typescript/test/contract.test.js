@@ -363,6 +363,12 @@ describe('contract scenarios', () => {
     assert.match(err.message, new RegExp(`retry in ${err.retryAfter} s`));
     assert.match(err.message, /a test suite can share one inbox and give each test its own address \(a shared inbox and tagged addresses: see the client's README\)/);
     assert.match(err.message, /^mayfly: POST http:\/\/.*\/v1\/mailboxes: 429 CREATION_RATE_LIMITED: /);
+    // A shared inbox raises it as it is, and its next hand-outs do not try again before the Retry-After.
+    const shared = new SharedInbox(client);
+    posts = 0;
+    await assert.rejects(shared.recipient('a'), (e) => e instanceof CreationLimitError && /retry in \d+ s/.test(e.message));
+    await assert.rejects(shared.recipient('b'), CreationLimitError);
+    assert.equal(posts, 1, 'one attempt for both hand-outs');
     await first.delete();
   });
 

@@ -48,6 +48,8 @@ class SharedInbox {
     /** The hand-outs, one at a time (two tests of a worker never race to create). */
     #queue = Promise.resolve();
     #creations = 0;
+    /** A creation refused by a limit, thrown again without a request until its Retry-After (or 1 s) has passed. */
+    #refused;
     constructor(mayfly, options = {}) {
         this.#mayfly = mayfly;
         this.#options = options;
@@ -111,7 +113,20 @@ class SharedInbox {
         return inbox;
     }
     async #create() {
-        const inbox = await this.#mayfly.createInbox({ ...this.#options.inbox });
+        // Refused attempts count against the creation windows: the tests that
+        // follow a refusal get the same error, not one more attempt each.
+        if (this.#refused !== undefined && Date.now() < this.#refused.until)
+            throw this.#refused.err;
+        let inbox;
+        try {
+            inbox = await this.#mayfly.createInbox({ ...this.#options.inbox });
+        }
+        catch (err) {
+            if (err instanceof errors_js_1.CreationLimitError)
+                this.#refused = { err, until: Date.now() + (err.retryAfter ?? 1) * 1000 };
+            throw err;
+        }
+        this.#refused = undefined;
         this.#creations++;
         this.#inbox = inbox;
         return inbox;

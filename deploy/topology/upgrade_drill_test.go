@@ -46,7 +46,9 @@ import (
 // flows that cross nodes by addressing them directly: create on one edge,
 // select on the other, read on the first, deliver through one ingest, send
 // the same raw bytes through both ingests (stored once: the delivery key),
-// list, read and delete on the other edge, with an event stream open on one
+// send one to a sub-address (stored, with its to, only by an ingest writing
+// the newest layout; 550 5.1.1 from any other, as from the previous
+// release), list, read and delete on the other edge, with an event stream open on one
 // of them. After each step it SCANs every primary for keys without a TTL
 // under the prefix, and checks each live mailbox's counters (n, b) against
 // what it holds. The drill fails on any count of its table that is not 0,
@@ -153,9 +155,14 @@ type stepStats struct {
 	retried503                      atomic.Int64 // API answers 503 that the client retried
 	lost, dups, eventsMissed        atomic.Int64
 	flows                           atomic.Int64
-	noTTL, noTTLNew, counters       int // keys without TTL (and first seen in this step), mailboxes with wrong counters
-	noTTLKeys, counterNotes         []string
-	scanned, checked                int // keys scanned, mailboxes with mail whose counters were checked
+	// Sub-addresses (a flow's <tag>+drill-<n>@…): accepted, refused 550
+	// 5.1.1 (by a node writing a layout before 2026-11-27, as the previous
+	// release does), and wrong: any other answer, an answer the node's
+	// layout does not give, or a message stored without its to.
+	tagged250, tagged550, taggedWrong atomic.Int64
+	noTTL, noTTLNew, counters         int // keys without TTL (and first seen in this step), mailboxes with wrong counters
+	noTTLKeys, counterNotes           []string
+	scanned, checked                  int // keys scanned, mailboxes with mail whose counters were checked
 	// What the live mailboxes hold, by layout: scoped digests as 64 hex
 	// digits (2026-11-24) or 16 bytes (2026-11-25 on), messages in the
 	// bodies hash (2026-11-24) or in the box (2026-11-25 on).
@@ -321,12 +328,22 @@ func TestDrillUpgrade(t *testing.T) {
 		return
 	}
 	for _, s := range d.steps {
-		if s.apiFailed() != 0 || s.smtp4xxDirect.Load() != 0 || s.smtp5xx.Load() != 0 || s.lost.Load() != 0 || s.dups.Load() != 0 ||
+		if s.apiFailed() != 0 || s.smtp4xxDirect.Load() != 0 || s.smtp5xx.Load() != 0 || s.taggedWrong.Load() != 0 || s.lost.Load() != 0 || s.dups.Load() != 0 ||
 			s.eventsMissed.Load() != 0 || s.noTTL != 0 || s.counters != 0 {
-			t.Errorf("step %q: %d API requests failed (401 %d, 404 %d, 5xx %d, connection %d, other %d), %d SMTP 4xx/drops from a node addressed directly, %d SMTP 5xx, %d lost, %d duplicates, %d events missed, %d keys without TTL, %d mailboxes with wrong counters; want all 0",
+			t.Errorf("step %q: %d API requests failed (401 %d, 404 %d, 5xx %d, connection %d, other %d), %d SMTP 4xx/drops from a node addressed directly, %d SMTP 5xx, %d wrong sub-address answers or to, %d lost, %d duplicates, %d events missed, %d keys without TTL, %d mailboxes with wrong counters; want all 0",
 				s.name, s.apiFailed(), s.f401.Load(), s.f404.Load(), s.f5xx.Load(), s.fConn.Load(), s.fOther.Load(),
-				s.smtp4xxDirect.Load(), s.smtp5xx.Load(), s.lost.Load(), s.dups.Load(), s.eventsMissed.Load(), s.noTTL, s.counters)
+				s.smtp4xxDirect.Load(), s.smtp5xx.Load(), s.taggedWrong.Load(), s.lost.Load(), s.dups.Load(), s.eventsMissed.Load(), s.noTTL, s.counters)
 		}
+	}
+	// Sub-addresses: refused while no node writes the newest layout,
+	// delivered once every node does.
+	for _, s := range d.steps {
+		if !s.writesNew && s.tagged250.Load() != 0 {
+			t.Errorf("step %q: no node writes %s, but %d sub-addressed messages were accepted", s.name, layoutNew, s.tagged250.Load())
+		}
+	}
+	if s := d.steps[len(d.steps)-1]; s.tagged250.Load() == 0 || s.tagged550.Load() != 0 {
+		t.Errorf("step %q: every node writes %s, but sub-addresses got %d 250s and %d 550s", s.name, layoutNew, s.tagged250.Load(), s.tagged550.Load())
 	}
 	// The nodes wrote the layout they were told: nothing after 2026-11-24
 	// before the flip, and the flipped nodes write it.
@@ -487,7 +504,10 @@ func sendFrom(from, addr, to string, msg []byte, deadline time.Duration) (int, e
 
 type listed struct {
 	Data struct {
-		Items      []struct{ ID, Subject string }
+		Items []struct {
+			ID, Subject string
+			To          *string
+		}
 		Pagination struct {
 			HasMore bool `json:"has_more"`
 		}
@@ -541,6 +561,8 @@ func (d *upgradeDrill) flow(k int) {
 	raw2 := rawMessage(addr, subj2)
 	ok2a := d.smtp(x, addr, raw2)
 	ok2b := d.smtp(y, addr, raw2) // the same bytes through the other ingest
+	tagged, subj3 := strings.Replace(addr, "@", fmt.Sprintf("+drill-%d@", n), 1), fmt.Sprintf("x-%d-%d-tagged", d.cur.Load(), n)
+	ok3 := d.subaddress(x, tagged, subj3)
 
 	var l listed
 	res = call("GET", b+"/messages?limit=100", "", 200)
@@ -554,11 +576,26 @@ func (d *upgradeDrill) flow(k int) {
 	for _, it := range l.Data.Items {
 		ids[it.Subject] = it.ID
 		count[it.Subject]++
+		want := addr
+		if it.Subject == subj3 {
+			want = tagged
+		}
+		// Every message this edge lists says where it went: a node of
+		// this tree always has to, the previous release never adds one
+		// (and only this tree stores one, to a tag or not).
+		if it.To != nil && *it.To != want || it.To == nil && it.Subject == subj3 {
+			st.taggedWrong.Add(1)
+			st.example("wrong to (flow)", fmt.Sprintf("%s listed by %s with to %v, want %s; %s", it.Subject, d.where(b), it.To, want, note))
+		}
+	}
+	if !ok3 && count[subj3] > 0 {
+		st.taggedWrong.Add(1)
+		st.example("sub-address refused but stored (flow)", fmt.Sprintf("%s: listed by %s; %s", subj3, d.where(b), note))
 	}
 	for _, c := range []struct {
 		subj string
 		ok   bool
-	}{{subj1, ok1}, {subj2, ok2a || ok2b}} {
+	}{{subj1, ok1}, {subj2, ok2a || ok2b}, {subj3, ok3}} {
 		if c.ok && count[c.subj] == 0 {
 			st.lost.Add(1)
 			st.example("lost (flow)", fmt.Sprintf("%s: accepted, not listed by %s; %s", c.subj, d.where(b), note))
@@ -610,6 +647,50 @@ func (d *upgradeDrill) flow(k int) {
 		return
 	}
 	d.keep(addr) // its keys stay for the TTL scan and the counters
+}
+
+// subaddress sends a message to the sub-address rcpt through addr (an
+// ingest node directly, or haproxy) and counts the answer: 250 from a node
+// writing the newest layout, 550 5.1.1 from any other (the previous
+// release's answer to an unknown address); through haproxy either. A 4xx
+// or a drop counts as d.smtp counts it. It reports whether the message was
+// accepted.
+func (d *upgradeDrill) subaddress(addr, rcpt, subject string) bool {
+	st := d.step()
+	from, direct, writesNew := "127.0.0.1", addr != d.tp.SMTPAddr, false
+	if direct {
+		from = "127.0.0.2"
+		d.versionsMu.Lock()
+		for i, a := range d.ingests {
+			if a == addr {
+				writesNew = d.versions[fmt.Sprintf("ingest%d", i+1)] == vNewest
+			}
+		}
+		d.versionsMu.Unlock()
+	}
+	code, err := sendFrom(from, addr, rcpt, rawMessage(rcpt, subject), 15*time.Second)
+	where := "sub-address through " + d.where(addr)
+	switch {
+	case err == nil && (!direct || writesNew):
+		st.tagged250.Add(1)
+		return true
+	case code == 550 && strings.Contains(err.Error(), "5.1.1") && (!direct || !writesNew):
+		st.tagged550.Add(1)
+	case err == nil:
+		st.taggedWrong.Add(1)
+		st.example("sub-address accepted by a node writing an older layout", where+": "+rcpt)
+		return true
+	case code >= 500 || code == 550:
+		st.taggedWrong.Add(1)
+		st.example("sub-address refused: "+strconv.Itoa(code), where+": "+err.Error())
+	default:
+		st.smtp4xx.Add(1)
+		if direct {
+			st.smtp4xxDirect.Add(1)
+		}
+		st.example("SMTP 4xx/drop "+where, err.Error())
+	}
+	return false
 }
 
 func rawMessage(to, subject string) []byte {
@@ -948,12 +1029,14 @@ func (d *upgradeDrill) counters(ctx context.Context, st *stepStats, tag string) 
 // table logs the drill's table and, with MAYFLY_DRILL_REPORT, appends it to
 // that file.
 func (d *upgradeDrill) table() {
-	head := "| step | nodes | API requests | 503 retried | failed: 401 | 404 | 5xx | conn | other | SMTP 250 | 4xx/drops via haproxy | 4xx/drops direct | 5xx | lost after 250 | duplicates | events missed | keys without TTL (new) | mailboxes with wrong counters |"
-	rows := []string{head, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"}
+	head := "| step | nodes | API requests | 503 retried | failed: 401 | 404 | 5xx | conn | other | SMTP 250 | 4xx/drops via haproxy | 4xx/drops direct | 5xx | sub-address 250 | 550 | wrong | lost after 250 | duplicates | events missed | keys without TTL (new) | mailboxes with wrong counters |"
+	rows := []string{head, "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"}
 	for _, s := range d.steps {
-		rows = append(rows, fmt.Sprintf("| %s | %s | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d (%d) | %d |",
+		rows = append(rows, fmt.Sprintf("| %s | %s | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d (%d) | %d |",
 			s.name, s.nodes, s.requests.Load(), s.retried503.Load(), s.f401.Load(), s.f404.Load(), s.f5xx.Load(), s.fConn.Load(), s.fOther.Load(),
-			s.smtp250.Load(), s.smtp4xx.Load()-s.smtp4xxDirect.Load(), s.smtp4xxDirect.Load(), s.smtp5xx.Load(), s.lost.Load(), s.dups.Load(), s.eventsMissed.Load(), s.noTTL, s.noTTLNew, s.counters))
+			s.smtp250.Load(), s.smtp4xx.Load()-s.smtp4xxDirect.Load(), s.smtp4xxDirect.Load(), s.smtp5xx.Load(),
+			s.tagged250.Load(), s.tagged550.Load(), s.taggedWrong.Load(),
+			s.lost.Load(), s.dups.Load(), s.eventsMissed.Load(), s.noTTL, s.noTTLNew, s.counters))
 	}
 	for _, r := range rows {
 		d.t.Log("upgrade " + r)

@@ -54,6 +54,9 @@ fi
 if [[ -n $checks ]]; then
 	/usr/bin/python3 -c 'import pytest' 2>/dev/null || missing+=(python3-pytest)
 	dpkg-query -W -f='${Status}' python3-venv 2>/dev/null | grep -q 'ok installed' || missing+=(python3-venv)
+	# Debian's chromium: the browser of the TypeScript client's Playwright
+	# suite (clients/typescript/suite, launchOptions.executablePath).
+	command -v chromium >/dev/null || missing+=(chromium)
 fi
 ((${#missing[@]} == 0)) && exit 0
 

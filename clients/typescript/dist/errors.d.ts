@@ -75,6 +75,16 @@ export declare class UnexpectedMessageError extends MayflyError {
     readonly received: Message;
     constructor(message: string, received: Message);
 }
-export declare const CREATION_LIMIT_CODES: ReadonlySet<string>;
-/** Retry-After as seconds: delta-seconds or an HTTP date. */
-export declare function parseRetryAfter(value: string | null, now?: number): number | undefined;
+export { CREATION_LIMIT_CODES } from './retry.js';
+/** Retry-After as seconds: a whole number of seconds; anything else is as if absent (clients/SCENARIOS.md, Retries). */
+export declare function parseRetryAfter(value: string | null): number | undefined;
+/** The way out of a creation limit, in the three clients' words. */
+export declare const CREATION_LIMIT_WAY_OUT = "a test suite can share one inbox and give each test its own address (a shared inbox and tagged addresses: see the client's README)";
+/**
+ * What a creation limit's message adds (clients/SCENARIOS.md, "A
+ * creation-limit error explains itself"): the window (the service's
+ * details.window, else read from Retry-After: up to 60 s the minute, up to
+ * 3600 s the hour, else the day), the active-inbox cap or the global cap; the
+ * wait when Retry-After came; the way out.
+ */
+export declare function explainCreationLimit(code: string | undefined, retryAfter: number | undefined, details?: Record<string, unknown>): string;

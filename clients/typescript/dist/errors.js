@@ -1,6 +1,7 @@
 // The error classes. Every error the client throws for the API is a
 // MayflyError or a subclass; cancellation throws the AbortSignal's reason
 // (an AbortError DOMException unless the caller chose another), as fetch does.
+import { retryAfterSeconds } from './retry.js';
 /** The base of every error of the client: an API error answer or a client-side failure. */
 export class MayflyError extends Error {
     /** The HTTP status; undefined when no answer was read (a network error, a local check). */
@@ -102,20 +103,38 @@ export class UnexpectedMessageError extends MayflyError {
         this.received = received;
     }
 }
-export const CREATION_LIMIT_CODES = new Set([
-    'CREATION_RATE_LIMITED',
-    'ACTIVE_INBOX_LIMIT',
-    'GLOBAL_CREATION_LIMIT',
-]);
-/** Retry-After as seconds: delta-seconds or an HTTP date. */
-export function parseRetryAfter(value, now = Date.now()) {
-    const v = (value ?? '').trim();
-    if (v === '')
-        return undefined;
-    if (/^\d+$/.test(v))
-        return Number(v);
-    const t = Date.parse(v);
-    if (Number.isNaN(t) || t <= now)
-        return undefined;
-    return (t - now) / 1000;
+export { CREATION_LIMIT_CODES } from './retry.js';
+/** Retry-After as seconds: a whole number of seconds; anything else is as if absent (clients/SCENARIOS.md, Retries). */
+export function parseRetryAfter(value) {
+    return retryAfterSeconds(value);
+}
+/** The way out of a creation limit, in the three clients' words. */
+export const CREATION_LIMIT_WAY_OUT = "a test suite can share one inbox and give each test its own address (a shared inbox and tagged addresses: see the client's README)";
+/**
+ * What a creation limit's message adds (clients/SCENARIOS.md, "A
+ * creation-limit error explains itself"): the window (the service's
+ * details.window, else read from Retry-After: up to 60 s the minute, up to
+ * 3600 s the hour, else the day), the active-inbox cap or the global cap; the
+ * wait when Retry-After came; the way out.
+ */
+export function explainCreationLimit(code, retryAfter, details) {
+    let what;
+    const window = typeof details?.['window'] === 'string' ? details['window'] : undefined;
+    if (code === 'ACTIVE_INBOX_LIMIT') {
+        what = 'the active-inbox cap is reached (live inboxes of this IP or network: delete one or wait for one to expire)';
+    }
+    else if (code === 'GLOBAL_CREATION_LIMIT') {
+        what = "the service's global cap on creations is reached";
+    }
+    else if (window !== undefined) {
+        what = `this IP's creations of the ${window} are spent`;
+    }
+    else if (retryAfter === undefined) {
+        what = "this IP's creation window is spent";
+    }
+    else {
+        what = `this IP's creations of the ${retryAfter <= 60 ? 'minute' : retryAfter <= 3600 ? 'hour' : 'day'} are spent`;
+    }
+    const wait = retryAfter === undefined ? '' : `; retry in ${Math.ceil(retryAfter)} s`;
+    return `${what}${wait}; ${CREATION_LIMIT_WAY_OUT}`;
 }

@@ -65,20 +65,29 @@ function trimLink(u) {
     }
 }
 /**
- * Every http and https link of a message with its text: those in text_body
- * (text ""), then the hrefs of html_body (the text of their `<a>`),
- * HTML-unescaped, in order of first appearance, each URL once (its first
- * appearance gives the text).
+ * Every http and https link of a message with its text: those in text_body,
+ * then the hrefs of html_body, HTML-unescaped, in order of first appearance,
+ * each URL once. The text is that of the link's first `<a>` that has one (tags
+ * removed, references decoded, white space collapsed): in a text+HTML mail the
+ * link of the text part takes its anchor's text ("Verify your email"); "" for
+ * a link no `<a>` labels.
  */
 export function linksWithText(message) {
-    const seen = new Set();
+    const seen = new Map();
     const out = [];
     const add = (raw, text) => {
         const url = htmlUnescape(raw).replace(WS_EDGES, '');
-        if (!/^https?:\/\//i.test(url) || seen.has(url))
+        if (!/^https?:\/\//i.test(url))
             return;
-        seen.add(url);
-        out.push({ url, text });
+        const had = seen.get(url);
+        if (had !== undefined) {
+            if (had.text === '')
+                had.text = text; // the first <a> that has a text gives it
+            return;
+        }
+        const link = { url, text };
+        seen.set(url, link);
+        out.push(link);
     };
     for (const m of (message.text_body ?? '').matchAll(TEXT_URL))
         add(trimLink(m[0]), '');

@@ -5,6 +5,13 @@
  * contract of clients/SCENARIOS.md.
  *
  * @example
+ * // A test suite against a public service: one shared inbox, a tagged address per test.
+ * const shared = new SharedInbox(mayfly);
+ * const to = await shared.recipient('signup works');
+ * await signUp(to.address);
+ * console.log(code(await to.waitForMessage()));
+ *
+ * @example
  * const mayfly = new Mayfly({ baseUrl: 'http://127.0.0.1:8080/v1' });
  * const inbox = await mayfly.createInbox();
  * await signUp(inbox.address);
@@ -15,5 +22,7 @@
 export { Mayfly, Inbox, createClient, MIN_POLL_INTERVAL, REPLACED_PAUSE, DEFAULT_WAIT_TIMEOUT, DEFAULT_UNREACHABLE_AFTER, MIN_TIMEOUT, } from './client.js';
 export { MayflyError, InboxGoneError, CreationLimitError, RateLimitedError, WaitTimeoutError, StreamBusyError, SessionInvalidError, UnreachableError, UnexpectedMessageError, } from './errors.js';
 export { links, linksWithText, code, codes, htmlText, htmlUnescape, DEFAULT_CODE } from './helpers.js';
+export { Recipient } from './recipient.js';
+export { SharedInbox, SHARED_MARGIN } from './shared.js';
 export { SSEParser } from './sse.js';
 export { CookieJar, parseSetCookie, setCookieValues } from './cookies.js';

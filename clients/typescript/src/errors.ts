@@ -3,6 +3,7 @@
 // (an AbortError DOMException unless the caller chose another), as fetch does.
 
 import type { Message } from './types.js';
+import { retryAfterSeconds } from './retry.js';
 
 export interface MayflyErrorInit {
   status?: number;
@@ -125,18 +126,38 @@ export class UnexpectedMessageError extends MayflyError {
   }
 }
 
-export const CREATION_LIMIT_CODES: ReadonlySet<string> = new Set([
-  'CREATION_RATE_LIMITED',
-  'ACTIVE_INBOX_LIMIT',
-  'GLOBAL_CREATION_LIMIT',
-]);
+export { CREATION_LIMIT_CODES } from './retry.js';
 
-/** Retry-After as seconds: delta-seconds or an HTTP date. */
-export function parseRetryAfter(value: string | null, now = Date.now()): number | undefined {
-  const v = (value ?? '').trim();
-  if (v === '') return undefined;
-  if (/^\d+$/.test(v)) return Number(v);
-  const t = Date.parse(v);
-  if (Number.isNaN(t) || t <= now) return undefined;
-  return (t - now) / 1000;
+/** Retry-After as seconds: a whole number of seconds; anything else is as if absent (clients/SCENARIOS.md, Retries). */
+export function parseRetryAfter(value: string | null): number | undefined {
+  return retryAfterSeconds(value);
+}
+
+/** The way out of a creation limit, in the three clients' words. */
+export const CREATION_LIMIT_WAY_OUT =
+  "a test suite can share one inbox and give each test its own address (a shared inbox and tagged addresses: see the client's README)";
+
+/**
+ * What a creation limit's message adds (clients/SCENARIOS.md, "A
+ * creation-limit error explains itself"): the window (the service's
+ * details.window, else read from Retry-After: up to 60 s the minute, up to
+ * 3600 s the hour, else the day), the active-inbox cap or the global cap; the
+ * wait when Retry-After came; the way out.
+ */
+export function explainCreationLimit(code: string | undefined, retryAfter: number | undefined, details?: Record<string, unknown>): string {
+  let what: string;
+  const window = typeof details?.['window'] === 'string' ? details['window'] : undefined;
+  if (code === 'ACTIVE_INBOX_LIMIT') {
+    what = 'the active-inbox cap is reached (live inboxes of this IP or network: delete one or wait for one to expire)';
+  } else if (code === 'GLOBAL_CREATION_LIMIT') {
+    what = "the service's global cap on creations is reached";
+  } else if (window !== undefined) {
+    what = `this IP's creations of the ${window} are spent`;
+  } else if (retryAfter === undefined) {
+    what = "this IP's creation window is spent";
+  } else {
+    what = `this IP's creations of the ${retryAfter <= 60 ? 'minute' : retryAfter <= 3600 ? 'hour' : 'day'} are spent`;
+  }
+  const wait = retryAfter === undefined ? '' : `; retry in ${Math.ceil(retryAfter)} s`;
+  return `${what}${wait}; ${CREATION_LIMIT_WAY_OUT}`;
 }

@@ -1,7 +1,10 @@
-// A Playwright fixture: `inbox`, a fresh Mayfly inbox per test, deleted
-// after it, whose waits end before the test's own timeout. Playwright is not
-// a dependency: this module imports nothing of it, it gives the fixture
-// definitions to pass to the caller's own `test.extend`.
+// The Playwright fixtures. `recipient` (the default): a tagged address per
+// test on one inbox per worker (a SharedInbox), so that a suite spends one
+// creation per worker, as a public service's limits ask (5 creations a
+// minute, 10 an hour, 20 a day per IP). `inbox`: a fresh inbox per test,
+// deleted after it. The waits of both end before the test's own timeout.
+// Playwright is not a dependency: this module imports nothing of it, it
+// gives the fixture definitions to pass to the caller's own `test.extend`.
 //
 //   import { test as base, expect } from '@playwright/test';
 //   import { mayflyFixtures, type MayflyFixtures, type MayflyWorkerFixtures } from '@mayfly/client/playwright';
@@ -9,6 +12,8 @@
 
 import { Mayfly } from './client.js';
 import type { ClientOptions, CreateInboxOptions, Inbox } from './client.js';
+import type { Recipient } from './recipient.js';
+import { SharedInbox } from './shared.js';
 
 /** The base URL when neither the `mayflyUrl` option nor MAYFLY_URL gives one: `make run`'s. */
 export const DEFAULT_URL = 'http://127.0.0.1:8080/v1';
@@ -16,31 +21,37 @@ export const DEFAULT_URL = 'http://127.0.0.1:8080/v1';
 export interface MayflyFixtureOptions {
   /** The client's other options (baseUrl comes from the `mayflyUrl` option, MAYFLY_URL or DEFAULT_URL). */
   client?: Omit<ClientOptions, 'baseUrl'>;
-  /** How each test's inbox is created (lifetimeMinutes, waitForCapacity, …). */
+  /** How each inbox is created, the `inbox` fixture's and the worker's shared one (lifetimeMinutes, waitForCapacity, …). */
   inbox?: Omit<CreateInboxOptions, 'deadline' | 'signal'>;
   /**
-   * How long before the test's timeout (testInfo.timeout) the inbox's waits
-   * end with WaitTimeoutError, which says why, so that it is the error the
+   * How long before the test's timeout (testInfo.timeout) the waits end
+   * with WaitTimeoutError, which says why, so that it is the error the
    * report shows rather than Playwright's timeout; in ms, default 1500.
    */
   margin?: number;
 }
 
-/** The test-scoped fixture. */
+/** The test-scoped fixtures. */
 export interface MayflyFixtures {
+  /** A tagged address of the worker's shared inbox, its tag made from the test's title (the default fixture). */
+  recipient: Recipient;
+  /** A fresh inbox, deleted after the test. */
   inbox: Inbox;
 }
 
-/** The worker-scoped fixtures: the option (set it with `use: { mayflyUrl }` in the config or test.use) and the client. */
+/** The worker-scoped fixtures: the option (set it with `use: { mayflyUrl }` in the config or test.use), the client and the shared inbox. */
 export interface MayflyWorkerFixtures {
   mayflyUrl: string;
   mayfly: Mayfly;
+  sharedInbox: SharedInbox;
 }
 
-/** The part of Playwright's TestInfo the fixture reads. */
+/** The part of Playwright's TestInfo the fixtures read. */
 interface TestInfoLike {
   /** The test's timeout in ms; 0 is none. */
   timeout: number;
+  /** The test's title. */
+  title?: string;
 }
 
 type Use<T> = (value: T) => Promise<void>;
@@ -53,12 +64,20 @@ function env(name: string): string | undefined {
 /**
  * The fixture definitions for `test.extend<MayflyFixtures, MayflyWorkerFixtures>(…)`:
  * `mayflyUrl` (an option, default MAYFLY_URL or DEFAULT_URL), `mayfly` (one
- * client per worker) and `inbox` (one per test: created before it with a
- * deadline testInfo.timeout − margin after the fixture started, deleted after
- * it; delete is idempotent, so a test may delete it itself).
+ * client per worker), `sharedInbox` (one per worker, created at its first
+ * recipient, deleted when the worker ends), `recipient` (one per test, on the
+ * shared inbox: no creation, no cleanup) and `inbox` (one per test: created
+ * before it, deleted after it; delete is idempotent, so a test may delete it
+ * itself). Each test's waits have the deadline testInfo.timeout − margin
+ * after its fixture started.
  */
 export function mayflyFixtures(options: MayflyFixtureOptions = {}) {
   const margin = options.margin ?? 1500;
+  /** Read at each wait: testInfo.setTimeout() may change the timeout during the test. */
+  const deadlineOf = (testInfo: TestInfoLike) => {
+    const started = Date.now();
+    return () => (testInfo.timeout > 0 ? started + testInfo.timeout - margin : undefined);
+  };
   return {
     mayflyUrl: [env('MAYFLY_URL') ?? DEFAULT_URL, { scope: 'worker', option: true }] as [string, { scope: 'worker'; option: true }],
     mayfly: [
@@ -67,11 +86,22 @@ export function mayflyFixtures(options: MayflyFixtureOptions = {}) {
       },
       { scope: 'worker' },
     ] as [({ mayflyUrl }: { mayflyUrl: string }, use: Use<Mayfly>) => Promise<void>, { scope: 'worker' }],
+    sharedInbox: [
+      async ({ mayfly }: { mayfly: Mayfly }, use: Use<SharedInbox>) => {
+        const shared = new SharedInbox(mayfly, { inbox: { ...options.inbox } });
+        try {
+          await use(shared);
+        } finally {
+          await shared.close();
+        }
+      },
+      { scope: 'worker' },
+    ] as [({ mayfly }: { mayfly: Mayfly }, use: Use<SharedInbox>) => Promise<void>, { scope: 'worker' }],
+    recipient: async ({ sharedInbox }: { sharedInbox: SharedInbox }, use: Use<Recipient>, testInfo: TestInfoLike) => {
+      await use(await sharedInbox.recipient(testInfo.title ?? 'test', { deadline: deadlineOf(testInfo) }));
+    },
     inbox: async ({ mayfly }: { mayfly: Mayfly }, use: Use<Inbox>, testInfo: TestInfoLike) => {
-      const started = Date.now();
-      // Read at each wait: testInfo.setTimeout() may change the timeout during the test.
-      const deadline = () => (testInfo.timeout > 0 ? started + testInfo.timeout - margin : undefined);
-      const inbox = await mayfly.createInbox({ ...options.inbox, deadline });
+      const inbox = await mayfly.createInbox({ ...options.inbox, deadline: deadlineOf(testInfo) });
       try {
         await use(inbox);
       } finally {

@@ -21,6 +21,13 @@ export interface Mailbox {
 export interface MessageSummary {
   id: string;
   from: string;
+  /**
+   * The envelope recipient the message arrived for, lower-cased: the inbox's
+   * address, or a tagged address of it (`local+tag@domain`). A service older
+   * than sub-addressing sends none (the document has it optional): this
+   * client fills in the inbox's address, so it is always set on what it returns.
+   */
+  to?: string;
   subject: string;
   received_at: string;
   status: MessageStatus;
@@ -30,6 +37,8 @@ export interface MessageSummary {
 export interface Message {
   id: string;
   from: string;
+  /** The envelope recipient, lower-cased (as MessageSummary.to; always set by this client). */
+  to?: string;
   subject: string;
   received_at: string;
   status: MessageStatus;

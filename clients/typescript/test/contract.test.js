@@ -14,7 +14,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
   Mayfly, code, codes, links, linksWithText, InboxGoneError, SessionInvalidError, WaitTimeoutError, MayflyError,
-  UnreachableError, UnexpectedMessageError, CreationLimitError,
+  UnreachableError, UnexpectedMessageError, CreationLimitError, SharedInbox,
 } from '../dist/index.js';
 import { Stack, stackUnavailable } from './stack.js';
 import { sendMail } from './smtp.js';
@@ -275,7 +275,7 @@ describe('contract scenarios', () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'mayfly-pw-'));
     t.after(() => rmSync(dir, { recursive: true, force: true }));
     const report = path.join(dir, 'report.json');
-    const out = await run([cli, 'test', '--config', path.join(pkgDir, 'test', 'playwright', 'playwright.config.mjs'), '--output', dir], {
+    const out = await run([cli, 'test', '--config', path.join(pkgDir, 'test', 'playwright', 'playwright.config.mjs'), '--output', dir, 'fixture.spec'], {
       cwd: pkgDir, env: { MAYFLY_URL: stack.baseUrl, MAYFLY_SMTP: stack.smtp, PW_JSON_REPORT: report, CI: '1' },
     });
     assert.equal(out.code, 0, out.stdout + out.stderr);
@@ -287,6 +287,134 @@ describe('contract scenarios', () => {
     assert.ok(state, out.stdout);
     const after = new Mayfly({ baseUrl: stack.baseUrl }).restore(state[1]);
     await assert.rejects(after.current(), InboxGoneError);
+  });
+
+  test('shared-inbox-fixture: the default Playwright fixture `recipient` gives three tests three tagged addresses of one shared inbox (one creation)', { timeout: 120_000 }, async (t) => {
+    const cli = path.join(pkgDir, 'node_modules', '@playwright', 'test', 'cli.js');
+    const dir = mkdtempSync(path.join(tmpdir(), 'mayfly-pw-'));
+    t.after(() => rmSync(dir, { recursive: true, force: true }));
+    const report = path.join(dir, 'report.json');
+    const before = await stack.creations();
+    const out = await run([cli, 'test', '--config', path.join(pkgDir, 'test', 'playwright', 'playwright.config.mjs'), '--output', dir, 'recipient.spec'], {
+      cwd: pkgDir, env: { MAYFLY_URL: stack.baseUrl, MAYFLY_SMTP: stack.smtp, PW_JSON_REPORT: report, CI: '1' },
+    });
+    assert.equal(out.code, 0, out.stdout + out.stderr);
+    const stats = JSON.parse(readFileSync(report, 'utf8')).stats;
+    assert.equal(stats.expected, 3, JSON.stringify(stats));
+    assert.equal(stats.unexpected + stats.skipped + stats.flaky, 0, JSON.stringify(stats));
+    const lines = [...out.stdout.matchAll(/RECIPIENT (\S+) (\S+) (\d+)/g)];
+    assert.equal(lines.length, 3, out.stdout);
+    assert.equal(new Set(lines.map((l) => l[1])).size, 3, 'three different addresses');
+    assert.equal(new Set(lines.map((l) => l[2])).size, 1, 'one inbox');
+    assert.deepEqual(lines.map((l) => l[3]), ['1', '1', '1'], 'created once');
+    assert.equal(await stack.creations(), before + 1, 'one creation on the service');
+  });
+
+  test('shared-inbox-replaced: a shared inbox whose cap is within 5 minutes is replaced (one creation, the old deleted); one whose expiry is near is extended (no creation)', async () => {
+    let skew = 0;
+    const shared = new SharedInbox(mayfly, { inbox: { lifetimeMinutes: 10 }, now: () => Date.now() + skew });
+    const c0 = await stack.creations();
+    const first = await shared.recipient('first test');
+    assert.equal(await stack.creations(), c0 + 1);
+    assert.match(first.tag, /^first-test-[a-z0-9]{10}$/);
+    const old = first.inbox.state();
+    // The clock 56 minutes on: the 60-minute cap is within 5 minutes.
+    skew = 56 * 60_000;
+    const second = await shared.recipient('second test');
+    assert.notEqual(second.inbox.id, first.inbox.id, 'a new inbox');
+    assert.equal(await stack.creations(), c0 + 2, 'one creation');
+    await assert.rejects(new Mayfly({ baseUrl: stack.baseUrl }).restore(old).current(), InboxGoneError, 'the old inbox is deleted');
+    await sendMail(stack.smtp, { to: second.address, subject: 'Your code', text: 'Your code is 246810.' });
+    assert.equal(code(await second.waitForMessage({ subject: /Your code/, timeout: 15_000 })), '246810');
+    // The clock 6 minutes on: the inbox expires within 5 minutes, its cap is far.
+    skew = 6 * 60_000;
+    const expires = Date.parse(second.inbox.mailbox.expires_at);
+    const third = await shared.recipient('third test');
+    assert.equal(third.inbox.id, second.inbox.id, 'the same inbox');
+    assert.equal(await stack.creations(), c0 + 2, 'no creation');
+    assert.ok(Date.parse(third.inbox.mailbox.expires_at) > expires, 'extended');
+    assert.equal(shared.creations, 2);
+    await shared.close();
+    assert.equal(third.inbox.gone, true);
+  });
+
+  test('creation-limit-explains: a spent creation window fails at once (one request), naming the window, the wait and the way out', async (t) => {
+    const limited = new Stack({ MAYFLY_RATE_CREATE_PER_MINUTE: '1' });
+    await limited.start();
+    t.after(() => limited.stop());
+    let posts = 0;
+    const client = new Mayfly({
+      baseUrl: limited.baseUrl, logger: () => {},
+      fetch: (url, init) => {
+        if (init?.method === 'POST' && String(url).endsWith('/mailboxes')) posts++;
+        return fetch(url, init);
+      },
+    });
+    const first = await client.createInbox({ lifetimeMinutes: 1 });
+    posts = 0;
+    const t0 = Date.now();
+    const err = await client.createInbox().then(() => undefined, (e) => e);
+    assert.ok(err instanceof CreationLimitError, String(err));
+    assert.equal(err.code, 'CREATION_RATE_LIMITED');
+    assert.equal(posts, 1, 'no retry: one request');
+    assert.ok(Date.now() - t0 < 1000, 'at once');
+    assert.ok(err.retryAfter > 0 && err.retryAfter <= 60, String(err.retryAfter));
+    assert.match(err.message, /this IP's creations of the minute are spent/);
+    assert.match(err.message, new RegExp(`retry in ${err.retryAfter} s`));
+    assert.match(err.message, /a test suite can share one inbox and give each test its own address \(a shared inbox and tagged addresses: see the client's README\)/);
+    assert.match(err.message, /^mayfly: POST http:\/\/.*\/v1\/mailboxes: 429 CREATION_RATE_LIMITED: /);
+    // A shared inbox raises it as it is, and its next hand-outs do not try again before the Retry-After.
+    const shared = new SharedInbox(client);
+    posts = 0;
+    await assert.rejects(shared.recipient('a'), (e) => e instanceof CreationLimitError && /retry in \d+ s/.test(e.message));
+    await assert.rejects(shared.recipient('b'), CreationLimitError);
+    assert.equal(posts, 1, 'one attempt for both hand-outs');
+    await first.delete();
+  });
+
+  test('recipient-scoped-wait: a wait scoped to A never returns B\'s mail; expectNoMessage and events scoped likewise', { timeout: 60_000 }, async () => {
+    const inbox = await mayfly.createInbox({ lifetimeMinutes: 5 });
+    const a = inbox.recipient('alpha');
+    const b = inbox.recipient('beta.2_x-y');
+    assert.equal(inbox.addressFor('alpha'), a.address);
+    assert.equal(a.address, inbox.address.replace('@', '+alpha@'));
+    assert.equal(a.tag, 'alpha');
+    assert.equal(a.inbox, inbox);
+    for (const bad of ['', 'a b', 'a+b', 'é', 'x'.repeat(65), 'x'.repeat(64 - inbox.address.indexOf('@'))]) {
+      assert.throws(() => inbox.addressFor(bad), RangeError, JSON.stringify(bad));
+      assert.throws(() => inbox.recipient(bad), RangeError, JSON.stringify(bad));
+    }
+    // B's mail first, then the inbox's own address, then A's with the same subject.
+    await sendMail(stack.smtp, { to: b.address, subject: 'Your code', text: 'Your code is 222222.' });
+    await sendMail(stack.smtp, { to: inbox.address, subject: 'Your code', text: 'Your code is 333333.' });
+    await sendMail(stack.smtp, { to: a.address, subject: 'Your code', text: 'Your code is 111111.' });
+    const got = await a.waitForMessage({ subject: /Your code/, timeout: 15_000 });
+    assert.equal(code(got), '111111');
+    assert.equal(got.to, a.address.toLowerCase());
+    // Not failed by mail to B.
+    const quiet = a.expectNoMessage({ within: 2000 });
+    await sleep(300);
+    await sendMail(stack.smtp, { to: b.address, subject: 'Your code', text: 'Your code is 444444.' });
+    await quiet;
+    // Events scoped to B: mail to A then to B; only B's is yielded.
+    const events = b.events({ timeout: 20_000 });
+    const next = events.next();
+    await sleep(1000);
+    await sendMail(stack.smtp, { to: a.address, subject: 'Your code', text: 'Your code is 555555.' });
+    await sendMail(stack.smtp, { to: b.address, subject: 'Your code', text: 'Your code is 666666.' });
+    const ev = await next;
+    assert.equal(ev.done, false);
+    assert.equal(ev.value.message.to, b.address.toLowerCase());
+    assert.equal(code(await inbox.message(ev.value.message.id)), '666666');
+    await events.return();
+    // The option `to` on the inbox (any case): B's first mail.
+    const first = await inbox.waitForMessage({ to: b.address.toUpperCase(), subject: /Your code/, timeout: 15_000 });
+    assert.equal(code(first), '222222');
+    // Mail to the inbox's own address carries it.
+    const own = (await inbox.list()).items.filter((m) => m.to === inbox.address.toLowerCase());
+    assert.equal(own.length, 1);
+    assert.equal(code(await inbox.message(own[0].id)), '333333');
+    await inbox.delete();
   });
 
   test('delete-idempotent: delete() is true once, then false with no request; deleted elsewhere: false', async () => {

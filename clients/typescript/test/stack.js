@@ -121,7 +121,19 @@ export class Stack {
     clearTimeout(killer);
   }
 
+  /** The mailboxes this node created (its admin /metrics: POST /mailboxes answered 201). */
+  async creations() {
+    return creationsAt(this.admin);
+  }
+
   get baseUrl() {
     return `http://${this.http}/v1`;
   }
+}
+
+/** The mailboxes created by the node whose admin listener is at admin (host:port), from its /metrics. */
+export async function creationsAt(admin) {
+  const text = await (await fetch(`http://${admin}/metrics`)).text();
+  const m = /^mayfly_http_requests_total\{route="POST \/mailboxes",status="201"\} (\d+)/m.exec(text);
+  return m === null ? 0 : Number(m[1]);
 }

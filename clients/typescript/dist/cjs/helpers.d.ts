@@ -15,14 +15,16 @@ export declare function htmlText(html: string): string;
 /** A link of a message with the text it is shown as. */
 export interface Link {
     url: string;
-    /** The anchor's text (tags removed, entities unescaped, spaces collapsed) for an html href; "" for a bare link in text. */
+    /** The text of the link's first `<a>` that has one (tags removed, references decoded, spaces collapsed); "" when none labels it. */
     text: string;
 }
 /**
- * Every http and https link of a message with its text: those in text_body
- * (text ""), then the hrefs of html_body (the text of their `<a>`),
- * HTML-unescaped, in order of first appearance, each URL once (its first
- * appearance gives the text).
+ * Every http and https link of a message with its text: those in text_body,
+ * then the hrefs of html_body, HTML-unescaped, in order of first appearance,
+ * each URL once. The text is that of the link's first `<a>` that has one (tags
+ * removed, references decoded, white space collapsed): in a text+HTML mail the
+ * link of the text part takes its anchor's text ("Verify your email"); "" for
+ * a link no `<a>` labels.
  */
 export declare function linksWithText(message: HasBodies): Link[];
 /**

@@ -5,6 +5,13 @@
  * contract of clients/SCENARIOS.md.
  *
  * @example
+ * // A test suite against a public service: one shared inbox, a tagged address per test.
+ * const shared = new SharedInbox(mayfly);
+ * const to = await shared.recipient('signup works');
+ * await signUp(to.address);
+ * console.log(code(await to.waitForMessage()));
+ *
+ * @example
  * const mayfly = new Mayfly({ baseUrl: 'http://127.0.0.1:8080/v1' });
  * const inbox = await mayfly.createInbox();
  * await signUp(inbox.address);
@@ -18,6 +25,9 @@ export { MayflyError, InboxGoneError, CreationLimitError, RateLimitedError, Wait
 export type { MayflyErrorInit } from './errors.js';
 export { links, linksWithText, code, codes, htmlText, htmlUnescape, DEFAULT_CODE } from './helpers.js';
 export type { Link } from './helpers.js';
+export { Recipient } from './recipient.js';
+export { SharedInbox, SHARED_MARGIN } from './shared.js';
+export type { SharedInboxOptions, RecipientOptions } from './shared.js';
 export type { InboxState, StateCookie } from './state.js';
 export { SSEParser } from './sse.js';
 export type { SSEEvent, SSEParserOptions } from './sse.js';

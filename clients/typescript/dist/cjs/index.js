@@ -1,11 +1,18 @@
 "use strict";
 Object.defineProperty(exports, "__esModule", { value: true });
-exports.setCookieValues = exports.parseSetCookie = exports.CookieJar = exports.SSEParser = exports.DEFAULT_CODE = exports.htmlUnescape = exports.htmlText = exports.codes = exports.code = exports.linksWithText = exports.links = exports.UnexpectedMessageError = exports.UnreachableError = exports.SessionInvalidError = exports.StreamBusyError = exports.WaitTimeoutError = exports.RateLimitedError = exports.CreationLimitError = exports.InboxGoneError = exports.MayflyError = exports.MIN_TIMEOUT = exports.DEFAULT_UNREACHABLE_AFTER = exports.DEFAULT_WAIT_TIMEOUT = exports.REPLACED_PAUSE = exports.MIN_POLL_INTERVAL = exports.createClient = exports.Inbox = exports.Mayfly = void 0;
+exports.setCookieValues = exports.parseSetCookie = exports.CookieJar = exports.SSEParser = exports.SHARED_MARGIN = exports.SharedInbox = exports.Recipient = exports.DEFAULT_CODE = exports.htmlUnescape = exports.htmlText = exports.codes = exports.code = exports.linksWithText = exports.links = exports.UnexpectedMessageError = exports.UnreachableError = exports.SessionInvalidError = exports.StreamBusyError = exports.WaitTimeoutError = exports.RateLimitedError = exports.CreationLimitError = exports.InboxGoneError = exports.MayflyError = exports.MIN_TIMEOUT = exports.DEFAULT_UNREACHABLE_AFTER = exports.DEFAULT_WAIT_TIMEOUT = exports.REPLACED_PAUSE = exports.MIN_POLL_INTERVAL = exports.createClient = exports.Inbox = exports.Mayfly = void 0;
 /**
  * The official TypeScript client of Mayfly, the temporary receive-only inbox
  * service. Zero runtime dependencies: global fetch, its own event-stream
  * parser and its own cookie jar per inbox. The behaviour is the shared
  * contract of clients/SCENARIOS.md.
+ *
+ * @example
+ * // A test suite against a public service: one shared inbox, a tagged address per test.
+ * const shared = new SharedInbox(mayfly);
+ * const to = await shared.recipient('signup works');
+ * await signUp(to.address);
+ * console.log(code(await to.waitForMessage()));
  *
  * @example
  * const mayfly = new Mayfly({ baseUrl: 'http://127.0.0.1:8080/v1' });
@@ -42,6 +49,11 @@ Object.defineProperty(exports, "codes", { enumerable: true, get: function () { r
 Object.defineProperty(exports, "htmlText", { enumerable: true, get: function () { return helpers_js_1.htmlText; } });
 Object.defineProperty(exports, "htmlUnescape", { enumerable: true, get: function () { return helpers_js_1.htmlUnescape; } });
 Object.defineProperty(exports, "DEFAULT_CODE", { enumerable: true, get: function () { return helpers_js_1.DEFAULT_CODE; } });
+var recipient_js_1 = require("./recipient.js");
+Object.defineProperty(exports, "Recipient", { enumerable: true, get: function () { return recipient_js_1.Recipient; } });
+var shared_js_1 = require("./shared.js");
+Object.defineProperty(exports, "SharedInbox", { enumerable: true, get: function () { return shared_js_1.SharedInbox; } });
+Object.defineProperty(exports, "SHARED_MARGIN", { enumerable: true, get: function () { return shared_js_1.SHARED_MARGIN; } });
 var sse_js_1 = require("./sse.js");
 Object.defineProperty(exports, "SSEParser", { enumerable: true, get: function () { return sse_js_1.SSEParser; } });
 var cookies_js_1 = require("./cookies.js");

@@ -1,0 +1,76 @@
+"use strict";
+// Tagged addresses and recipients (clients/SCENARIOS.md, "Tagged addresses
+// and recipients"): mail to <local>+<tag>@<domain> lands in the inbox of
+// <local>@<domain>, and every message carries the address it arrived for
+// (`to`). A Recipient is one such address of an inbox, whose waits only see
+// the mail sent to it.
+Object.defineProperty(exports, "__esModule", { value: true });
+exports.Recipient = exports.MAX_LOCAL = void 0;
+exports.tagAddress = tagAddress;
+const internal_js_1 = require("./internal.js");
+/** A tag: 1 to 64 of A-Z a-z 0-9 . _ - (and local+tag at most 64 characters). */
+const TAG = /^[A-Za-z0-9._-]{1,64}$/;
+/** The longest local part of an address (RFC 5321), `local+tag` included. */
+exports.MAX_LOCAL = 64;
+/**
+ * The tagged address `<local>+<tag>@<domain>` of address; a RangeError for a
+ * tag the service would refuse at RCPT (no request is made).
+ */
+function tagAddress(address, tag) {
+    if (typeof tag !== 'string' || !TAG.test(tag)) {
+        throw new RangeError(`mayfly: tag ${JSON.stringify(tag)}: want 1 to 64 of A-Z a-z 0-9 . _ -`);
+    }
+    const at = address.lastIndexOf('@');
+    if (at <= 0)
+        throw new RangeError(`mayfly: ${JSON.stringify(address)} is not an address`);
+    const local = address.slice(0, at);
+    if (local.length + 1 + tag.length > exports.MAX_LOCAL) {
+        throw new RangeError(`mayfly: tag ${JSON.stringify(tag)}: ${local}+${tag} is ${local.length + 1 + tag.length} characters, over the ${exports.MAX_LOCAL} of a local part`);
+    }
+    return `${local}+${tag}${address.slice(at)}`;
+}
+/**
+ * One tagged address of an inbox (Inbox.recipient(tag), SharedInbox.recipient(name)):
+ * its waits, waitForMessages, expectNoMessage and events are the inbox's,
+ * scoped to this address. A scoped wait never returns another recipient's
+ * message; "unseen" is per scope (the messages to this address that the Inbox
+ * object has not returned).
+ */
+class Recipient {
+    /** The inbox the mail lands in. */
+    inbox;
+    tag;
+    /** `<local>+<tag>@<domain>`. */
+    address;
+    #deadline;
+    /** @internal use Inbox.recipient or SharedInbox.recipient */
+    constructor(inbox, tag, deadline) {
+        this.inbox = inbox;
+        this.tag = tag;
+        this.address = tagAddress(inbox.address, tag);
+        this.#deadline = deadline;
+    }
+    #scope(options) {
+        const o = { ...options, to: this.address };
+        if (this.#deadline !== undefined)
+            o[internal_js_1.SCOPE_DEADLINE] = this.#deadline;
+        return o;
+    }
+    /** Inbox.waitForMessage scoped to this address (the same options; `to` is this address). */
+    waitForMessage(options = {}) {
+        return this.inbox.waitForMessage(this.#scope(options));
+    }
+    /** Inbox.waitForMessages scoped to this address. */
+    waitForMessages(count, options = {}) {
+        return this.inbox.waitForMessages(count, this.#scope(options));
+    }
+    /** Inbox.expectNoMessage scoped to this address: mail to another address does not fail it. */
+    expectNoMessage(options) {
+        return this.inbox.expectNoMessage(this.#scope(options));
+    }
+    /** Inbox.events scoped to this address: only the mail sent to it is yielded. */
+    events(options = {}) {
+        return this.inbox.events(this.#scope(options));
+    }
+}
+exports.Recipient = Recipient;

@@ -38,6 +38,8 @@ cleanup() {
 	rm -rf "$work"
 }
 trap cleanup EXIT
+trap 'exit 143' TERM
+trap 'exit 130' INT
 
 [[ -x bin/mayfly ]] || go build -o bin/mayfly ./cmd/mayfly
 
@@ -55,7 +57,7 @@ free_ports() {
 # metric ADMIN STATUS: POST /mailboxes answers of that status so far.
 creations() {
 	curl -fsS "http://$1/metrics" |
-		awk -v st="$2" '/^mayfly_http_requests_total\{/ && /route="POST \/mailboxes"/ && $0 ~ "status=\"" st "\"" {n += $2} END {print n + 0}'
+		awk -v st="$2" '/^mayfly_http_requests_total\{/ && /route="POST \/mailboxes"/ && $0 ~ "status=\"" st "\"" {n += $NF} END {print n + 0}'
 }
 
 # run_suite LANG URL SMTP REPORT: one run of LANG's suite; its exit code.
@@ -67,9 +69,11 @@ run_suite() {
 			go test -tags suite -count=1 -json ./suite >"$report.json")
 		;;
 	typescript)
+		[[ -x clients/typescript/node_modules/.bin/playwright ]] ||
+			(cd clients/typescript && npm ci --prefer-offline --no-audit --no-fund --loglevel=error)
 		(cd clients/typescript && MAYFLY_URL=$url MAYFLY_SUITE_SMTP=$smtp MAYFLY_SUITE_TESTS=$tests \
-			PLAYWRIGHT_JUNIT_OUTPUT_NAME=$report.xml \
-			node_modules/.bin/playwright test -c suite/playwright.config.mjs --reporter=line,junit)
+			MAYFLY_SUITE_JUNIT=$report.xml MAYFLY_SUITE_OUTPUT=$report.out \
+			node_modules/.bin/playwright test -c suite)
 		;;
 	python)
 		local py=python3

@@ -55,6 +55,10 @@ export MAYFLY_CLUSTER_DIR
 teardown() {
 	local rc=$?
 	trap - EXIT INT TERM
+	if [[ -n ${suites_pid:-} ]]; then # the public-limits suites, still running
+		kill "$suites_pid" 2>/dev/null || true
+		wait "$suites_pid" 2>/dev/null || true
+	fi
 	local t0
 	t0=$(ms)
 	bash "$here/cluster.sh" down || true
@@ -95,6 +99,22 @@ set +e
 MAYFLY_TEST_REDIS_ADDRS=$addrs go test -json -race -count=1 -timeout 8m ${GOTESTFLAGS:-} "${pkgs[@]}" |
 	tee "$reports/go/root.json" | python3 "$here/gotest-text.py" "${verbose[@]}"
 rc=${PIPESTATUS[0]}
+# The public-limits suites (deploy/suites.sh): each client's 200-test signup
+# suite, twice in a row from one IP, against a bin/mayfly with the binary's
+# own defaults (the spec's limits). They spend most of their time inside the
+# request rate and the SMTP rate of one IP, so they run in the background
+# beside the client steps below (the TypeScript packages are installed
+# first, for both); the run waits for them at the end.
+suites_pid=""
+if ((rc == 0)) && [[ ${pkgs[*]} == ./... ]]; then
+	go build -o bin/mayfly ./cmd/mayfly &&
+		(cd clients/typescript && npm ci --prefer-offline --no-audit --no-fund --loglevel=error) || rc=$?
+fi
+if ((rc == 0)) && [[ ${pkgs[*]} == ./... && -z ${MAYFLY_SKIP_SUITES:-} ]]; then
+	MAYFLY_TEST_REDIS_ADDRS=$addrs MAYFLY_SUITE_REPORTS=$reports/suites \
+		bash "$here/suites.sh" >"$MAYFLY_CLUSTER_DIR/suites.log" 2>&1 &
+	suites_pid=$!
+fi
 # The client's own module (standard library only: no server dependency), its
 # fault-injection tests and its examples, which run against a bin/mayfly
 # of their own on this cluster (example_main_test.go), and its scenarios
@@ -109,19 +129,7 @@ fi
 # this cluster. dist/ is committed; a test checks it is the build of src/.
 if ((rc == 0)) && [[ ${pkgs[*]} == ./... ]]; then
 	go build -o bin/mayfly ./cmd/mayfly &&
-		(cd clients/typescript && npm ci --prefer-offline --no-audit --no-fund --loglevel=error &&
-			MAYFLY_TEST_REDIS_ADDRS=$addrs node_test_with_reports "$reports/typescript") || rc=$?
-fi
-# The public-limits suites (deploy/suites.sh): each client's 200-test signup
-# suite, twice in a row from one IP, against a bin/mayfly with the binary's
-# own defaults (the spec's limits). They spend most of their time inside the
-# request rate (8 a second), so they run in the background beside the steps
-# below; the run waits for them at the end.
-suites_pid=""
-if ((rc == 0)) && [[ ${pkgs[*]} == ./... && -z ${MAYFLY_SKIP_SUITES:-} ]]; then
-	MAYFLY_TEST_REDIS_ADDRS=$addrs MAYFLY_SUITE_REPORTS=$reports/suites \
-		bash "$here/suites.sh" >"$MAYFLY_CLUSTER_DIR/suites.log" 2>&1 &
-	suites_pid=$!
+		(cd clients/typescript && MAYFLY_TEST_REDIS_ADDRS=$addrs node_test_with_reports "$reports/typescript") || rc=$?
 fi
 # The Python client's unit and scenario suite (clients/python/tests, about 3 minutes): its
 # harness starts its own bin/mayfly against this cluster. pytest is Debian's

@@ -31,9 +31,16 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/mayfly-suites.XXXXXX")
 reports=${MAYFLY_SUITE_REPORTS:-$work/reports}
 mkdir -p "$reports"
 pids=()
+# kill_tree PID: PID and every process below it (a stack, a test runner,
+# its browser), children first.
+kill_tree() {
+	local c
+	for c in $(ps -o pid= --ppid "$1" 2>/dev/null); do kill_tree "$c"; done
+	kill "$1" 2>/dev/null || true
+}
 cleanup() {
 	local p
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${pids[@]}"; do kill_tree "$p"; done
 	wait 2>/dev/null || true
 	rm -rf "$work"
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math/rand/v2"
 	"net"
 	"os"
 	"strconv"
@@ -24,19 +25,51 @@ import (
 type Events interface {
 	OpenStream(ctx context.Context, session storage.Credential, token string, lastEvent uuid.UUID, maxReplay int) (storage.StreamStart, error)
 	ReadStream(ctx context.Context, session storage.Credential, token, afterID string, max int) (storage.StreamRead, error)
+	ReadStreams(ctx context.Context, reqs []storage.StreamReadReq, max int) []storage.StreamReadResult
 	Subscribe(ctx context.Context, tag string, onEvent func(storage.Event), onSubscribed func()) error
 }
 
 const (
-	streamRetryMS   = 3000 // the reconnect delay we suggest to clients
-	streamMaxReplay = 100  // messages replayed after Last-Event-ID, and per catch-up read
-	streamQueue     = 64   // signals a stream may have pending before it is cut off
+	streamMaxReplay = 100 // messages replayed after Last-Event-ID, and per catch-up read
+	streamQueue     = 64  // signals a stream may have pending before it is cut off
 )
 
-// signal is what the hub hands a stream: an event, or "resubscribed".
+// The reconnect delay a stream suggests to its client (its retry: field) is
+// streamRetryMin plus up to streamRetrySpread, drawn per stream: when a
+// node stops without a word (a crash, a kill, a restart) every client of
+// its streams reconnects at once, and with one fixed delay they all came
+// back in the same instant, more than a node opens at once. Spread over
+// 5 s, 17,500 streams come back at 3,500 a second (bench F's restart
+// storm). The official clients wait the last retry: of a stream that ended
+// (README, Events).
+const (
+	streamRetryMin    = 1000 // ms
+	streamRetrySpread = 5000 // ms
+)
+
+// streamRetry is the retry: field that starts a stream.
+func streamRetry() string {
+	return "retry: " + strconv.Itoa(streamRetryMin+rand.IntN(streamRetrySpread)) + "\n\n"
+}
+
+// streamRetryAfter is the 503 REQUEST_PROTECTION of a stream that does not
+// open (the node holds MaxStreams, or MaxInFlight requests are in flight):
+// its Retry-After is 1, 2 or 3 s, drawn per answer, so that the clients a
+// node sheds in a reconnect storm come back spread over 3 s instead of
+// together a second later.
+func streamRetryAfter() *apiError {
+	e := *errProtection
+	e.retryAfter = 1 + rand.IntN(3)
+	e.message = "The server is busy; retry after the seconds of Retry-After."
+	return &e
+}
+
+// signal is what the hub hands a stream: an event, or "resubscribed"; or
+// what the heartbeat wheel hands it: its heartbeat, with its catch-up read.
 type signal struct {
 	event  storage.Event
 	resync bool
+	beat   *storage.StreamReadResult
 }
 
 // hub holds one SSUBSCRIBE per mailbox that has open streams on this node,
@@ -125,9 +158,36 @@ type sseStream struct {
 	pending []*signal // signals taken from signals while the stream wrote (aside)
 	cutOnce sync.Once
 	cutCh   chan struct{}
+	// peerGone: the client closed or reset the connection (watchPeer).
+	peerGone atomic.Bool
+	// slot and pos place the stream on the heartbeat wheel (beats.mu).
+	slot, pos int
+	// idMu guards lastID's writes and the wheel's reads of it (sentID);
+	// the stream's own goroutine reads it without.
+	idMu sync.Mutex
 }
 
 func (st *sseStream) cut() { st.cutOnce.Do(func() { close(st.cutCh) }) }
+
+// gone ends the stream of a client that went away: nothing more is written.
+func (st *sseStream) gone() {
+	st.peerGone.Store(true)
+	st.cut()
+}
+
+// setLast records the stream id of the last message sent.
+func (st *sseStream) setLast(id string) {
+	st.idMu.Lock()
+	st.lastID = id
+	st.idMu.Unlock()
+}
+
+// sentID is lastID, for the heartbeat wheel's goroutine.
+func (st *sseStream) sentID() string {
+	st.idMu.Lock()
+	defer st.idMu.Unlock()
+	return st.lastID
+}
 
 func (s *Server) handleEvents(ctx *fasthttp.RequestCtx, c *call) error {
 	sess, err := session(ctx)
@@ -203,7 +263,15 @@ func (s *Server) serveStream(conn net.Conn, st *sseStream, rid string, replay []
 	conn.SetDeadline(time.Time{}) // fasthttp's read/write deadlines do not apply to a stream
 
 	w.header(rid)
-	w.chunk("retry: " + strconv.Itoa(streamRetryMS) + "\n\n")
+	w.chunk(streamRetry())
+	// A client that closes its end is noticed by the node's one epoll
+	// watcher as it happens, with no timer or blocked read per stream
+	// (peerwatch_linux.go). Where a connection cannot be watched, the
+	// stream polls it every streamProbe.
+	unwatch, watched := watchPeer(conn, st.gone)
+	if watched {
+		defer unwatch() // deferred after conn.Close: runs before it
+	}
 	// The stream joins the hub before it writes anything, the replay
 	// included: a replay of 100 messages to a client that stops reading
 	// holds its writes for the write timeout, and meanwhile a takeover (a
@@ -229,14 +297,18 @@ func (s *Server) serveStream(conn net.Conn, st *sseStream, rid string, replay []
 		return
 	}
 
-	heartbeat := time.NewTicker(s.cfg.Heartbeat)
-	defer heartbeat.Stop()
-	// A client that closed its end is noticed within a probe interval, not
-	// at the next heartbeat write (20-40 s): a read with a 1 ms deadline
-	// returns EOF at once on a closed connection, and times out otherwise.
-	// No reader goroutine per stream: scenario F's memory stays as it was.
-	probe := time.NewTicker(streamProbe)
-	defer probe.Stop()
+	// Heartbeats come from the node's wheel (beats.go), spread over the
+	// period, each with its catch-up read.
+	s.beats.join(st)
+	defer s.beats.leave(st)
+	var probeC <-chan time.Time
+	if !watched {
+		// A read with a 1 ms deadline returns EOF at once on a closed
+		// connection, and times out otherwise.
+		probe := time.NewTicker(streamProbe)
+		defer probe.Stop()
+		probeC = probe.C
+	}
 	expiry := time.NewTimer(time.Until(st.expires))
 	defer expiry.Stop()
 	for {
@@ -258,31 +330,10 @@ func (s *Server) serveStream(conn net.Conn, st *sseStream, rid string, replay []
 				w.end()
 				return
 			}
-		case <-probe.C:
+		case <-probeC:
 			if clientGone(conn) {
 				return
 			}
-		case <-heartbeat.C:
-			// Each heartbeat also reads what the mailbox stored since the
-			// last message sent. A publication can be lost without the
-			// subscription failing: a primary cut off from the cluster
-			// keeps its subscribers while the promoted replica takes the
-			// deliveries (deploy/README.md, the partition drill). So a
-			// message stored after the last entry sent reaches an open
-			// stream within a heartbeat whatever happened to its
-			// publication. One stream read per stream per heartbeat
-			// (10,000 streams at 20 s: 500 a second).
-			if !s.aside(w, st, "heartbeat", func(ctx context.Context) bool {
-				if !s.catchUpNow(ctx, w, st) {
-					return false
-				}
-				w.chunk(": ping\n\n")
-				return w.flush() == nil
-			}) {
-				w.end()
-				return
-			}
-			expiry.Reset(time.Until(st.expires))
 		case <-expiry.C:
 			// Expiry without a missed extension ends the stream; catchUp
 			// learns which it is and moves the deadline.
@@ -292,7 +343,9 @@ func (s *Server) serveStream(conn net.Conn, st *sseStream, rid string, replay []
 			}
 			expiry.Reset(time.Until(st.expires))
 		case <-st.cutCh:
-			w.end()
+			if !st.peerGone.Load() {
+				w.end()
+			}
 			return
 		case <-s.stopStreams:
 			w.chunk(shutdownHint())
@@ -400,6 +453,31 @@ func (st *sseStream) ends(sig *signal) (end, replaced bool) {
 
 // handleSignal reacts to one hub signal; false ends the stream.
 func (s *Server) handleSignal(w *sseWriter, st *sseStream, sig *signal, expiry *time.Timer) bool {
+	if sig.beat != nil {
+		// Each heartbeat also sends what the mailbox stored since the last
+		// message sent (the wheel read it). A publication can be lost
+		// without the subscription failing: a primary cut off from the
+		// cluster keeps its subscribers while the promoted replica takes
+		// the deliveries (deploy/README.md, the partition drill). So a
+		// message stored after the last entry sent reaches an open stream
+		// within a heartbeat whatever happened to its publication. The
+		// read rechecks the session's access too.
+		if !s.aside(w, st, "heartbeat", func(ctx context.Context) bool {
+			ok, more := s.applyRead(ctx, w, st, sig.beat.Read, sig.beat.Err)
+			if ok && more {
+				ok = s.catchUpNow(ctx, w, st)
+			}
+			if !ok {
+				return false
+			}
+			w.chunk(": ping\n\n")
+			return w.flush() == nil
+		}) {
+			return false
+		}
+		expiry.Reset(time.Until(st.expires))
+		return true
+	}
 	if sig.resync {
 		if !s.catchUp(w, st) {
 			return false
@@ -423,7 +501,7 @@ func (s *Server) handleSignal(w *sseWriter, st *sseStream, sig *signal, expiry *
 		if streamIDAfter(ev.Message.StreamID, st.lastID) {
 			return s.aside(w, st, "event", func(context.Context) bool {
 				w.message(ev.Message)
-				st.lastID = ev.Message.StreamID
+				st.setLast(ev.Message.StreamID)
 				return w.flush() == nil
 			})
 		}
@@ -448,37 +526,47 @@ func (s *Server) catchUpNow(ctx context.Context, w *sseWriter, st *sseStream) bo
 	defer cancel()
 	for {
 		read, err := s.store.ReadStream(ctx, st.session, st.token, st.lastID, streamMaxReplay)
-		if err != nil {
-			if isUnavailable(err) {
-				if errors.Is(ctx.Err(), context.Canceled) {
-					return false // the stream is ending: not Redis' failure
-				}
-				s.log.Warn("event stream catch-up", "err", err)
-				if time.Until(st.expires) <= 0 {
-					st.expires = time.Now().Add(time.Second) // look again soon
-				}
-				return true
-			}
-			if errors.Is(err, storage.ErrStreamReplaced) {
-				w.chunk(replacedComment)
-			}
-			return false // expired, deleted, or taken over
-		}
-		if s.nodeChanged(st, read.Node, "catch-up") {
-			return false
-		}
-		st.expires = read.ExpiresAt
-		for _, m := range read.Messages {
-			w.message(m)
-			st.lastID = m.StreamID
-		}
-		if w.flush() != nil {
-			return false
-		}
-		if len(read.Messages) < streamMaxReplay {
-			return true
+		if ok, more := s.applyRead(ctx, w, st, read, err); !ok || !more {
+			return ok
 		}
 	}
+}
+
+// applyRead sends what a catch-up read found and learns whether the
+// stream may go on (ok), and whether there may be more to read (more: the
+// read was full). Messages the stream sent since the read was made (the
+// heartbeat wheel reads ahead of the stream) are skipped.
+func (s *Server) applyRead(ctx context.Context, w *sseWriter, st *sseStream, read storage.StreamRead, err error) (ok, more bool) {
+	if err != nil {
+		if isUnavailable(err) {
+			if errors.Is(ctx.Err(), context.Canceled) {
+				return false, false // the stream is ending: not Redis' failure
+			}
+			s.log.Warn("event stream catch-up", "err", err)
+			if time.Until(st.expires) <= 0 {
+				st.expires = time.Now().Add(time.Second) // look again soon
+			}
+			return true, false
+		}
+		if errors.Is(err, storage.ErrStreamReplaced) {
+			w.chunk(replacedComment)
+		}
+		return false, false // expired, deleted, or taken over
+	}
+	if s.nodeChanged(st, read.Node, "catch-up") {
+		return false, false
+	}
+	st.expires = read.ExpiresAt
+	for _, m := range read.Messages {
+		if streamIDAfter(m.StreamID, st.lastID) {
+			w.message(m)
+			st.setLast(m.StreamID)
+		}
+	}
+	if w.flush() != nil {
+		return false, false
+	}
+	return true, len(read.Messages) >= streamMaxReplay
 }
 
 // nodeChanged reports whether node, the Redis node that published an event

@@ -138,6 +138,7 @@ type Server struct {
 	access   *accessLog
 
 	hub         *hub
+	beats       *beats       // the event streams' heartbeat wheel
 	streams     atomic.Int64 // open event streams, for MaxStreams
 	guard       *connGuard   // set by Serve
 	conns       atomic.Int64 // open connections, counted by guard
@@ -153,6 +154,7 @@ type Server struct {
 func New(store Mailboxes, limiter Limiter, cfg Config, log *slog.Logger, metrics *Metrics) *Server {
 	s := &Server{store: store, limiter: limiter, cfg: cfg.withDefaults(), log: log, metrics: metrics,
 		hub: newHub(store), stopStreams: make(chan struct{})}
+	s.beats = newBeats(s, s.cfg.Heartbeat)
 	if s.metrics == nil {
 		s.metrics = NewMetrics(nil)
 	}
@@ -208,6 +210,7 @@ func (s *Server) Drain() { s.draining.Store(true) }
 // other nodes, so a stream's client that reconnects lands on one of them.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.stopOnce.Do(func() { close(s.stopStreams) })
+	defer s.beats.close()
 	err := s.http.ShutdownWithContext(ctx)
 	done := make(chan struct{})
 	go func() { s.streamWG.Wait(); close(done) }()

@@ -122,9 +122,6 @@ func (s *Server) beat(due []*sseStream) {
 	res := s.store.ReadStreams(ctx, reqs, streamMaxReplay)
 	cancel()
 	for i, st := range due {
-		select {
-		case st.signals <- &signal{beat: &res[i]}:
-		default:
-		}
+		st.post(&signal{beat: &res[i]}, true)
 	}
 }

@@ -54,14 +54,15 @@ func (u *user) rawStream(t *testing.T) (*net.TCPConn, *bufio.Reader, int) {
 	return nil, nil, 0
 }
 
-// streamGoroutines counts the goroutines of open event streams in this
-// process: the streams' own and their subscriptions' receivers.
+// streamGoroutines counts the goroutines of event streams in this process:
+// those serving a stream (none while it is idle) and the subscriptions'
+// receivers.
 func streamGoroutines() int {
 	buf := make([]byte, 8<<20)
 	buf = buf[:runtime.Stack(buf, true)]
 	n := 0
 	for g := range strings.SplitSeq(string(buf), "\n\n") {
-		if strings.Contains(g, "edge.(*Server).serveStream") || strings.Contains(g, "storage.(*Store).Subscribe") {
+		if strings.Contains(g, "edge.(*Server).serve") || strings.Contains(g, "storage.(*Store).Subscribe") {
 			n++
 		}
 	}
@@ -85,14 +86,18 @@ func TestEventsGonePeersFreedAtOnce(t *testing.T) {
 	}
 	e.awaitMetric("mayfly_events_streams_open", n, 2*time.Second)
 	deadline := time.Now().Add(2 * time.Second)
-	for streamGoroutines() < before+n {
+	for streamGoroutines() < before+n { // the receivers
 		if time.Now().After(deadline) {
 			t.Fatalf("%d stream goroutines with %d streams open (%d before)", streamGoroutines(), n, before)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	time.Sleep(100 * time.Millisecond) // the streams' starts are done
 	open := streamGoroutines() - before
-	t.Logf("%d streams: %d goroutines (%.1f per stream)", n, open, float64(open)/n)
+	t.Logf("%d idle streams: %d goroutines (%.1f per stream)", n, open, float64(open)/n)
+	if open > n {
+		t.Errorf("%d idle streams hold %d goroutines, want at most one each (its subscription's receiver)", n, open)
+	}
 	for i, c := range conns {
 		if i%2 == 1 {
 			c.SetLinger(0) // close sends a reset

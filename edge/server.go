@@ -138,10 +138,12 @@ type Server struct {
 	access   *accessLog
 
 	hub         *hub
-	beats       *beats       // the event streams' heartbeat wheel
-	streams     atomic.Int64 // open event streams, for MaxStreams
-	guard       *connGuard   // set by Serve
-	conns       atomic.Int64 // open connections, counted by guard
+	beats       *beats // the event streams' heartbeat wheel
+	liveMu      sync.Mutex
+	live        map[*sseStream]struct{} // open event streams, for Shutdown
+	streams     atomic.Int64            // open event streams, for MaxStreams
+	guard       *connGuard              // set by Serve
+	conns       atomic.Int64            // open connections, counted by guard
 	streamWG    sync.WaitGroup
 	stopStreams chan struct{} // closed by Shutdown: every stream ends
 	stopOnce    sync.Once
@@ -153,7 +155,7 @@ type Server struct {
 // New returns an edge server. metrics may be nil.
 func New(store Mailboxes, limiter Limiter, cfg Config, log *slog.Logger, metrics *Metrics) *Server {
 	s := &Server{store: store, limiter: limiter, cfg: cfg.withDefaults(), log: log, metrics: metrics,
-		hub: newHub(store), stopStreams: make(chan struct{})}
+		hub: newHub(store), stopStreams: make(chan struct{}), live: map[*sseStream]struct{}{}}
 	s.beats = newBeats(s, s.cfg.Heartbeat)
 	if s.metrics == nil {
 		s.metrics = NewMetrics(nil)
@@ -210,6 +212,7 @@ func (s *Server) Drain() { s.draining.Store(true) }
 // other nodes, so a stream's client that reconnects lands on one of them.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.stopOnce.Do(func() { close(s.stopStreams) })
+	s.stopAllStreams()
 	defer s.beats.close()
 	err := s.http.ShutdownWithContext(ctx)
 	done := make(chan struct{})

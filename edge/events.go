@@ -26,7 +26,7 @@ type Events interface {
 	OpenStream(ctx context.Context, session storage.Credential, token string, lastEvent uuid.UUID, maxReplay int) (storage.StreamStart, error)
 	ReadStream(ctx context.Context, session storage.Credential, token, afterID string, max int) (storage.StreamRead, error)
 	ReadStreams(ctx context.Context, reqs []storage.StreamReadReq, max int) []storage.StreamReadResult
-	Subscribe(ctx context.Context, tag string, onEvent func(storage.Event), onSubscribed func()) error
+	Listen(tag string, onEvent func(storage.Event), onSubscribed func()) (stop func())
 }
 
 const (
@@ -83,9 +83,11 @@ const (
 )
 
 // hub holds one SSUBSCRIBE per mailbox that has open streams on this node,
-// and fans its events out to the streams. Its callbacks run on rueidis
-// goroutines that serve every command to that Redis node, so fan-out never
-// blocks: a stream whose queue is full is cut off instead.
+// and fans its events out to the streams. The subscriptions are the
+// store's Receiver's: one connection per Redis primary for all of them,
+// and no goroutine per subscription. Its callbacks run on the goroutine
+// that reads that connection, so fan-out never blocks: a stream whose
+// queue is full is cut off instead.
 type hub struct {
 	events Events
 	mu     sync.Mutex
@@ -94,7 +96,7 @@ type hub struct {
 
 type topic struct {
 	streams map[*sseStream]struct{}
-	cancel  context.CancelFunc
+	stop    func() // ends the subscription
 }
 
 func newHub(events Events) *hub {
@@ -106,10 +108,9 @@ func (h *hub) join(tag string, st *sseStream) {
 	defer h.mu.Unlock()
 	t := h.topics[tag]
 	if t == nil {
-		ctx, cancel := context.WithCancel(context.Background())
-		t = &topic{streams: map[*sseStream]struct{}{}, cancel: cancel}
+		t = &topic{streams: map[*sseStream]struct{}{}}
 		h.topics[tag] = t
-		go h.events.Subscribe(ctx, tag,
+		t.stop = h.events.Listen(tag,
 			func(ev storage.Event) { h.fanout(tag, &signal{event: ev}) },
 			func() { h.fanout(tag, &signal{resync: true}) })
 	}
@@ -126,7 +127,7 @@ func (h *hub) leave(tag string, st *sseStream) {
 	}
 	delete(t.streams, st)
 	if len(t.streams) == 0 {
-		t.cancel()
+		t.stop()
 		delete(h.topics, tag)
 	}
 }

@@ -221,7 +221,11 @@ func (st *sseStream) post(sig *signal, soft bool) {
 	st.queue = append(st.queue, sig)
 	if st.busy {
 		if end, replaced := st.ends(sig); end {
-			st.haltLocked(map[bool]endWhy{false: endPlain, true: endReplace}[replaced])
+			why := endPlain
+			if replaced {
+				why = endReplace
+			}
+			st.haltLocked(why)
 			return
 		}
 	}

@@ -2,11 +2,13 @@ package storage_test
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/mayfly/mayfly/storage"
 	"github.com/mayfly/mayfly/storage/storagetest"
 )
@@ -100,4 +102,68 @@ func shardSubscribers(t *testing.T, c *storagetest.Cluster, addr, ch string) int
 	}
 	n, _ := strconv.Atoi(f[1])
 	return n
+}
+
+// ReadStreams answers as one ReadStream per request would, in the order of
+// the requests, for mailboxes on every primary; a request whose token was
+// replaced or whose session is gone gets ReadStream's errors; and a node
+// that lost the script (SCRIPT FLUSH) still answers.
+func TestReadStreamsIsReadStreamBatched(t *testing.T) {
+	f := newFixture(t, storage.Config{})
+	ctx := ctxT(t)
+	var reqs []storage.StreamReadReq
+	for i := range 9 {
+		m, _, sess := f.open(t, 10*time.Minute)
+		start, err := f.store.OpenStream(ctx, sess, "tok"+strconv.Itoa(i), uuid.Nil, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j := range i % 3 {
+			if _, err := f.store.Deliver(ctx, m.Address, keyedMessage("m"+strconv.Itoa(i)+"-"+strconv.Itoa(j))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		reqs = append(reqs, storage.StreamReadReq{Session: sess, Token: "tok" + strconv.Itoa(i), AfterID: start.LastID})
+	}
+	reqs[4].Token = "another" // replaced
+	_, _, sess := f.open(t, 10*time.Minute)
+	if _, err := f.store.Destroy(ctx, sess); err != nil {
+		t.Fatal(err)
+	}
+	reqs = append(reqs, storage.StreamReadReq{Session: sess, Token: "x", AfterID: "0-0"}) // gone
+	check := func(what string) {
+		t.Helper()
+		got := f.store.ReadStreams(ctx, reqs, 10)
+		if len(got) != len(reqs) {
+			t.Fatalf("%s: %d results for %d requests", what, len(got), len(reqs))
+		}
+		for i, r := range reqs {
+			want, werr := f.store.ReadStream(ctx, r.Session, r.Token, r.AfterID, 10)
+			if !errors.Is(got[i].Err, werr) && (got[i].Err == nil || werr == nil || got[i].Err.Error() != werr.Error()) {
+				t.Errorf("%s: request %d: error %v, ReadStream's %v", what, i, got[i].Err, werr)
+				continue
+			}
+			if len(got[i].Read.Messages) != len(want.Messages) || got[i].Read.Node != want.Node || !got[i].Read.ExpiresAt.Equal(want.ExpiresAt) {
+				t.Errorf("%s: request %d: %+v, ReadStream's %+v", what, i, got[i].Read, want)
+			}
+			for j := range want.Messages {
+				if got[i].Read.Messages[j].ID != want.Messages[j].ID {
+					t.Errorf("%s: request %d message %d: %v, want %v", what, i, j, got[i].Read.Messages[j].ID, want.Messages[j].ID)
+				}
+			}
+		}
+		if !errors.Is(got[4].Err, storage.ErrStreamReplaced) || !errors.Is(got[len(got)-1].Err, storage.ErrSessionInvalid) {
+			t.Errorf("%s: replaced: %v, gone: %v", what, got[4].Err, got[len(got)-1].Err)
+		}
+		if n := len(got[2].Read.Messages); n != 2 {
+			t.Errorf("%s: request 2 read %d messages, want 2", what, n)
+		}
+	}
+	check("with the script loaded")
+	for _, n := range f.client.Nodes() {
+		if err := n.Do(ctx, n.B().ScriptFlush().Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("after SCRIPT FLUSH")
 }

@@ -699,7 +699,7 @@ type sseWriter struct {
 	// it; an idle stream holds none (sseBufs).
 	w      *bufio.Writer
 	err    error
-	during string // what the stream is writing (aside), for the log
+	during string // what the stream is writing, for the log
 	// timedOut: a write took longer than the write timeout (not one of
 	// end's: the stream was ending anyway).
 	timedOut bool

@@ -226,8 +226,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 }
 
 // shutdownHint is what an event stream writes before it ends at Shutdown: a
-// retry field (the reconnection delay an EventSource waits, its 3 s for a
-// stream that merely ended otherwise) of 0.25-1.25 s, spread so that the
+// retry field (the reconnection delay an EventSource waits; 1-6 s, drawn
+// per stream, for a stream that merely ended otherwise) of 0.25-1.25 s, spread so that the
 // streams of a node do not all come back in the same instant, and a comment
 // saying why, then the stream ends cleanly. The client reconnects to another
 // node, and lists (the spec's client does after any reconnect).

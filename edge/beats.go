@@ -36,11 +36,18 @@ type beats struct {
 	cur     int
 	started bool
 	stop    chan struct{}
+	work    chan []*sseStream // to the idle beat workers
 }
+
+// beatWorkers wait for the wheel's batches: a batch's Redis call grows a
+// goroutine's stack, and one started per tick (20 a second) grew one each
+// time.
+const beatWorkers = 2
 
 func newBeats(s *Server, period time.Duration) *beats {
 	n := min(max(int(period/beatSlotEvery), 1), beatMaxSlots)
-	return &beats{s: s, tick: period / time.Duration(n), slots: make([][]*sseStream, n), stop: make(chan struct{})}
+	return &beats{s: s, tick: period / time.Duration(n), slots: make([][]*sseStream, n), stop: make(chan struct{}),
+		work: make(chan []*sseStream)}
 }
 
 // goldenFrac is 1/φ: the fractional parts of k/φ spread evenly over [0, 1)
@@ -54,6 +61,18 @@ func (b *beats) join(st *sseStream) {
 	if !b.started {
 		b.started = true
 		go b.run()
+		for range beatWorkers {
+			go func() {
+				for {
+					select {
+					case due := <-b.work:
+						b.s.beat(due)
+					case <-b.stop:
+						return
+					}
+				}
+			}()
+		}
 	}
 	b.placed++
 	f := float64(b.placed) * goldenFrac
@@ -103,9 +122,13 @@ func (b *beats) run() {
 		b.cur = (b.cur + 1) % len(b.slots)
 		b.mu.Unlock()
 		if len(due) > 0 {
-			// Its own goroutine: a slow Redis node holds this slot's
-			// streams, not the wheel.
-			go b.s.beat(due)
+			// On another goroutine: a slow Redis node holds this slot's
+			// streams, not the wheel. An idle worker's, else a new one.
+			select {
+			case b.work <- due:
+			default:
+				go b.s.beat(due)
+			}
 		}
 	}
 }

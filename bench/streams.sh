@@ -47,6 +47,7 @@ per=${STREAMS_PER_EDGE:-$((hard - 1024 < 25000 ? hard - 1024 : 25000))}
 ((per + 1024 <= hard)) || die "STREAMS_PER_EDGE=$per needs $((per + 1024)) descriptors; the hard limit is $hard"
 edges=$(((n + per - 1) / per))
 per=$(((n + edges - 1) / edges))
+n=$((per * edges)) # every edge the same share
 ((edges <= 20)) || die "$edges edges: at most 20 (raise the descriptor limit)"
 ulimit -n "$hard"
 

@@ -26,7 +26,7 @@ LDFLAGS = -X main.version=$(VERSION) -X main.revision=$(REVISION)
 # Where make build writes the binary.
 OUT ?= bin/mayfly
 
-.PHONY: build image run test lint bench bench-smoke bench-scale cluster-up cluster-down cluster-demo drill drill-upgrade clean
+.PHONY: build image run test lint bench bench-smoke bench-scale bench-streams cluster-up cluster-down cluster-demo drill drill-upgrade clean
 
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(OUT) ./cmd/mayfly
@@ -84,6 +84,15 @@ bench-smoke:
 SCALE_N ?= 1000000
 bench-scale:
 	SCALE_N=$(SCALE_N) bash bench/scale.sh
+
+# Bench F at scale: STREAMS_N idle event streams (default 10,000) over as
+# many edges as the descriptor limit needs, each with its own load process:
+# memory, goroutines and idle CPU per stream, fan-out p50/p99, and the
+# restart storm (bench/README.md, "F at scale"; about 2 minutes at 10,000).
+# Prints its table; writes nothing.
+STREAMS_N ?= 10000
+bench-streams:
+	STREAMS_N=$(STREAMS_N) bash bench/streams.sh
 
 # A cluster for running tests by hand:
 #   make cluster-up && MAYFLY_TEST_REDIS_ADDRS=$$(deploy/cluster.sh addrs) go test ./storage/...

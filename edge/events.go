@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math/rand/v2"
 	"net"
 	"os"
 	"strconv"
@@ -24,25 +25,69 @@ import (
 type Events interface {
 	OpenStream(ctx context.Context, session storage.Credential, token string, lastEvent uuid.UUID, maxReplay int) (storage.StreamStart, error)
 	ReadStream(ctx context.Context, session storage.Credential, token, afterID string, max int) (storage.StreamRead, error)
-	Subscribe(ctx context.Context, tag string, onEvent func(storage.Event), onSubscribed func()) error
+	ReadStreams(ctx context.Context, reqs []storage.StreamReadReq, max int) []storage.StreamReadResult
+	Listen(tag string, onEvent func(storage.Event), onSubscribed func()) (stop func())
 }
 
 const (
-	streamRetryMS   = 3000 // the reconnect delay we suggest to clients
-	streamMaxReplay = 100  // messages replayed after Last-Event-ID, and per catch-up read
-	streamQueue     = 64   // signals a stream may have pending before it is cut off
+	streamMaxReplay = 100 // messages replayed after Last-Event-ID, and per catch-up read
+	streamQueue     = 64  // signals a stream may have pending before it is cut off
 )
 
-// signal is what the hub hands a stream: an event, or "resubscribed".
+// The reconnect delay a stream suggests to its client (its retry: field) is
+// streamRetryMin plus up to streamRetrySpread, drawn per stream: when a
+// node stops without a word (a crash, a kill, a restart) every client of
+// its streams reconnects at once, and with one fixed delay they all came
+// back in the same instant, more than a node opens at once. Spread over
+// 5 s, 17,500 streams come back at 3,500 a second (bench F's restart
+// storm). The official clients wait the last retry: of a stream that ended
+// (README, Events).
+const (
+	streamRetryMin    = 1000 // ms
+	streamRetrySpread = 5000 // ms
+)
+
+// streamRetry is the retry: field that starts a stream.
+func streamRetry() string {
+	return "retry: " + strconv.Itoa(streamRetryMin+rand.IntN(streamRetrySpread)) + "\n\n"
+}
+
+// streamRetryAfter is the 503 REQUEST_PROTECTION of a stream that does not
+// open (the node holds MaxStreams, or MaxInFlight requests are in flight):
+// its Retry-After is 1, 2 or 3 s, drawn per answer, so that the clients a
+// node sheds in a reconnect storm come back spread over 3 s instead of
+// together a second later.
+func streamRetryAfter() *apiError {
+	e := *errProtection
+	e.retryAfter = 1 + rand.IntN(3)
+	e.message = "The server is busy; retry after the seconds of Retry-After."
+	return &e
+}
+
+// signal is what a stream is handed: an event or "resubscribed" (the hub),
+// its heartbeat with its catch-up read (the wheel), or a timer's.
 type signal struct {
 	event  storage.Event
 	resync bool
+	beat   *storage.StreamReadResult
+	timer  streamTimer
 }
 
+// streamTimer names a stream's timer signals.
+type streamTimer uint8
+
+const (
+	timerNone   streamTimer = iota
+	timerExpiry             // the mailbox may have expired
+	timerProbe              // poll the client (a connection watchPeer cannot watch)
+)
+
 // hub holds one SSUBSCRIBE per mailbox that has open streams on this node,
-// and fans its events out to the streams. Its callbacks run on rueidis
-// goroutines that serve every command to that Redis node, so fan-out never
-// blocks: a stream whose queue is full is cut off instead.
+// and fans its events out to the streams. The subscriptions are the
+// store's Receiver's: one connection per Redis primary for all of them,
+// and no goroutine per subscription. Its callbacks run on the goroutine
+// that reads that connection, so fan-out never blocks: a stream whose
+// queue is full is cut off instead.
 type hub struct {
 	events Events
 	mu     sync.Mutex
@@ -51,7 +96,7 @@ type hub struct {
 
 type topic struct {
 	streams map[*sseStream]struct{}
-	cancel  context.CancelFunc
+	stop    func() // ends the subscription
 }
 
 func newHub(events Events) *hub {
@@ -63,10 +108,9 @@ func (h *hub) join(tag string, st *sseStream) {
 	defer h.mu.Unlock()
 	t := h.topics[tag]
 	if t == nil {
-		ctx, cancel := context.WithCancel(context.Background())
-		t = &topic{streams: map[*sseStream]struct{}{}, cancel: cancel}
+		t = &topic{streams: map[*sseStream]struct{}{}}
 		h.topics[tag] = t
-		go h.events.Subscribe(ctx, tag,
+		t.stop = h.events.Listen(tag,
 			func(ev storage.Event) { h.fanout(tag, &signal{event: ev}) },
 			func() { h.fanout(tag, &signal{resync: true}) })
 	}
@@ -83,7 +127,7 @@ func (h *hub) leave(tag string, st *sseStream) {
 	}
 	delete(t.streams, st)
 	if len(t.streams) == 0 {
-		t.cancel()
+		t.stop()
 		delete(h.topics, tag)
 	}
 }
@@ -95,17 +139,36 @@ func (h *hub) fanout(tag string, sig *signal) {
 	defer h.mu.Unlock()
 	if t := h.topics[tag]; t != nil {
 		for st := range t.streams {
-			select {
-			case st.signals <- sig:
-			default:
-				st.cut() // it cannot keep up: closed, never waited for
-			}
+			st.post(sig, false)
 		}
 	}
 }
 
-// sseStream is one open GET /events.
+// endWhy is why a stream ends while it may be writing.
+type endWhy uint8
+
+const (
+	goesOn     endWhy = iota
+	endPlain          // deleted, revoked, expired, a node change, a failed write: the end of the body
+	endCut            // its queue overflowed: the end of the body
+	endReplace        // a newer stream took over: a comment saying so, then the end
+	endStop           // the node shuts down: the shutdown hint, then the end
+	endGone           // the client went: nothing more is written
+)
+
+// sseStream is one open GET /events. No goroutine serves an idle stream:
+// whatever it is handed (post) queues, and a goroutine is started to work
+// through the queue and ends when the queue is empty. So 10,000 idle
+// streams hold no stack (a goroutine's stack, once grown by a write or a
+// Redis call, stays with it). While a signal is worked on, a signal that
+// ends the stream (a takeover, a deletion, a revocation of its session, a
+// cut-off, the node's shutdown, the client's going) ends it at once: the
+// work's context ends and its write in progress, which a client that
+// stopped reading may hold for the write timeout, is interrupted.
 type sseStream struct {
+	s       *Server
+	conn    net.Conn
+	w       *sseWriter
 	session storage.Credential
 	token   string
 	lastID  string // stream id of the last message sent (or covered at open)
@@ -124,13 +187,136 @@ type sseStream struct {
 	address string
 	rid     string // the request id, for the log
 	expires time.Time
-	signals chan *signal
-	pending []*signal // signals taken from signals while the stream wrote (aside)
-	cutOnce sync.Once
-	cutCh   chan struct{}
+	replay  []storage.Summary // sent at the start, then dropped
+	expiry  *time.Timer       // posts timerExpiry
+	probe   *time.Timer       // posts timerProbe (nil: watchPeer watches)
+	unwatch func()
+	// slot and pos place the stream on the heartbeat wheel (beats.mu).
+	slot, pos int
+
+	mu      sync.Mutex
+	queue   []*signal // at most streamQueue
+	running bool      // a goroutine works through the queue (serve)
+	busy    bool      // ... and is working on a signal, with cancel
+	cancel  context.CancelFunc
+	why     endWhy // set: the stream ends
+	begun   bool   // its start was written (or tried)
+	// idMu guards lastID's writes and the wheel's reads of it (sentID);
+	// the serving goroutine reads it without.
+	idMu sync.Mutex
 }
 
-func (st *sseStream) cut() { st.cutOnce.Do(func() { close(st.cutCh) }) }
+// post queues sig for the stream (never blocking). A full queue cuts the
+// stream off (it cannot keep up), unless soft: then sig is dropped (a
+// heartbeat).
+func (st *sseStream) post(sig *signal, soft bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.why != goesOn {
+		return
+	}
+	if len(st.queue) >= streamQueue {
+		if !soft {
+			st.haltLocked(endCut)
+		}
+		return
+	}
+	st.queue = append(st.queue, sig)
+	if st.busy {
+		if end, replaced := st.ends(sig); end {
+			why := endPlain
+			if replaced {
+				why = endReplace
+			}
+			st.haltLocked(why)
+			return
+		}
+	}
+	st.startLocked()
+}
+
+// halt ends the stream at once (cut, the client gone, shutdown).
+func (st *sseStream) halt(why endWhy) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.haltLocked(why)
+}
+
+func (st *sseStream) haltLocked(why endWhy) {
+	if st.why != goesOn {
+		return
+	}
+	st.why = why
+	if st.busy {
+		st.cancel()
+		st.w.out.interrupt()
+	}
+	st.startLocked()
+}
+
+func (st *sseStream) startLocked() {
+	if !st.running {
+		st.running = true
+		st.s.workers.run(st)
+	}
+}
+
+// streamWorkers serve streams on a few goroutines that wait for work
+// between signals, so that a stream's heartbeat (its catch-up and its
+// ping, once every 20 s for each of 10,000 streams) does not start a
+// goroutine and grow its stack each time. A stream never waits for one:
+// when none is idle, it gets a goroutine of its own, as before.
+type streamWorkers struct {
+	s    *Server
+	idle chan *sseStream
+	stop chan struct{} // closed by Shutdown: the idle workers end
+}
+
+// streamWorkersIdle is how many goroutines wait for streams to serve.
+const streamWorkersIdle = 16
+
+func newStreamWorkers(s *Server) *streamWorkers {
+	w := &streamWorkers{s: s, idle: make(chan *sseStream), stop: make(chan struct{})}
+	for range streamWorkersIdle {
+		go func() {
+			for {
+				select {
+				case st := <-w.idle:
+					s.serve(st)
+				case <-w.stop:
+					return
+				}
+			}
+		}()
+	}
+	return w
+}
+
+// run serves st on an idle worker, or on a new goroutine.
+func (w *streamWorkers) run(st *sseStream) {
+	select {
+	case w.idle <- st:
+	default:
+		go w.s.serve(st)
+	}
+}
+
+// gone ends the stream of a client that went away: nothing more is written.
+func (st *sseStream) gone() { st.halt(endGone) }
+
+// setLast records the stream id of the last message sent.
+func (st *sseStream) setLast(id string) {
+	st.idMu.Lock()
+	st.lastID = id
+	st.idMu.Unlock()
+}
+
+// sentID is lastID, for the heartbeat wheel's goroutine.
+func (st *sseStream) sentID() string {
+	st.idMu.Lock()
+	defer st.idMu.Unlock()
+	return st.lastID
+}
 
 func (s *Server) handleEvents(ctx *fasthttp.RequestCtx, c *call) error {
 	sess, err := session(ctx)
@@ -151,217 +337,205 @@ func (s *Server) handleEvents(ctx *fasthttp.RequestCtx, c *call) error {
 	if v := ctx.Request.Header.Peek("Last-Event-ID"); len(v) == 36 {
 		last, _ = uuid.ParseBytes(v)
 	}
-	st := &sseStream{session: sess, token: randomID() + randomID(), signals: make(chan *signal, streamQueue), cutCh: make(chan struct{})}
+	st := &sseStream{s: s, session: sess, token: randomID() + randomID(), slot: -1}
 	start, err := s.store.OpenStream(c.ctx, sess, st.token, last, streamMaxReplay)
 	if err != nil {
 		return err
 	}
-	rid := requestID(ctx)
+	st.rid = requestID(ctx)
 	st.lastID, st.expires, st.node = start.LastID, start.Mailbox.ExpiresAt, start.Node
-	st.mailbox, st.address, st.rid = start.Mailbox.ID, start.Mailbox.Address, rid
+	st.mailbox, st.address, st.replay = start.Mailbox.ID, start.Mailbox.Address, start.Replay
 	opened = true
-	// The stream outlives the handler: it runs on the connection in its own
-	// goroutine, free of fasthttp's buffers and write deadline. fasthttp
-	// keeps a hijacked connection open (KeepHijackedConns), so the stream
-	// takes the raw connection and the hijack handler returns at once:
-	// fasthttp then frees the request context and drops the connection's
-	// 8 KiB read buffer, instead of holding both for the stream's life
-	// (scenario F: about 12 KiB of its 30 per stream). An event-stream
-	// client sends nothing after its request, so no buffered byte is lost.
-	raw := ctx.Conn()
+	// The stream outlives the handler: it runs on the connection, free of
+	// fasthttp's buffers and write deadline. fasthttp keeps a hijacked
+	// connection open (KeepHijackedConns), so the stream takes the raw
+	// connection and the hijack handler returns at once: fasthttp then
+	// frees the request context and drops the connection's 8 KiB read
+	// buffer, instead of holding both for the stream's life (scenario F:
+	// about 12 KiB of its 30 per stream). An event-stream client sends
+	// nothing after its request, so no buffered byte is lost.
+	st.conn = ctx.Conn()
+	st.w = newSSEWriter(st.conn, s.cfg.WriteTimeout)
+	st.w.address = st.address
 	// Added here, not in the hijack handler: fasthttp runs that on a
 	// goroutine of its own after the request's connection stopped counting
 	// as open, so Shutdown, which waits for no open connection before it
 	// waits for the streams, could start waiting before the Add (a race,
 	// and a stream Shutdown would not wait for).
 	s.streamWG.Add(1)
+	s.liveMu.Lock()
+	s.live[st] = struct{}{}
+	s.liveMu.Unlock()
+	st.running = true // serve, from the hijack handler: the start
 	ctx.HijackSetNoResponse(true)
-	ctx.Hijack(func(net.Conn) {
-		go func() {
-			defer s.streams.Add(-1)
-			s.serveStream(raw, st, rid, start.Replay)
-		}()
-	})
+	ctx.Hijack(func(net.Conn) { go s.serve(st) })
 	return nil
 }
 
-// serveStream writes the event stream until the client goes, the mailbox
-// expires or is deleted, a newer stream takes over, or the node shuts down.
-// The caller has added it to s.streamWG.
-func (s *Server) serveStream(conn net.Conn, st *sseStream, rid string, replay []storage.Summary) {
-	defer s.streamWG.Done()
-	defer conn.Close()
+// serve works through st's queue, the stream's start first, and returns
+// when the queue is empty; or ends the stream when it must end: the
+// client goes, the mailbox expires or is deleted, a newer stream takes
+// over, the node shuts down.
+func (s *Server) serve(st *sseStream) {
 	defer func() {
 		if p := recover(); p != nil {
-			s.log.Error("event stream panic", "request_id", rid, "err", p)
-		}
-	}()
-	tag := st.session.Tag
-	w := newSSEWriter(conn, s.cfg.WriteTimeout)
-	w.address = st.address
-	defer func() {
-		if w.timedOut {
-			s.streamTimedOut(w, st)
-		}
-	}()
-	conn.SetDeadline(time.Time{}) // fasthttp's read/write deadlines do not apply to a stream
-
-	w.header(rid)
-	w.chunk("retry: " + strconv.Itoa(streamRetryMS) + "\n\n")
-	// The stream joins the hub before it writes anything, the replay
-	// included: a replay of 100 messages to a client that stops reading
-	// holds its writes for the write timeout, and meanwhile a takeover (a
-	// newer stream on the inbox), a deletion, a revocation and the node's
-	// shutdown still end it at once (aside).
-	s.hub.join(tag, st)
-	defer s.hub.leave(tag, st)
-	if !s.aside(w, st, "replay", func(ctx context.Context) bool {
-		for _, m := range replay {
-			if ctx.Err() != nil {
-				return false
+			s.log.Error("event stream panic", "request_id", st.rid, "err", p)
+			st.mu.Lock()
+			if st.why == goesOn {
+				st.why = endPlain
 			}
-			w.message(m)
+			st.busy, st.running = false, true
+			st.mu.Unlock()
+			s.finish(st)
 		}
-		return w.flush() == nil
-	}) {
-		w.end()
-		return
-	}
-	// Publications between the open script and join were missed: catch up.
-	if !s.catchUp(w, st) {
-		w.end()
-		return
-	}
-
-	heartbeat := time.NewTicker(s.cfg.Heartbeat)
-	defer heartbeat.Stop()
-	// A client that closed its end is noticed within a probe interval, not
-	// at the next heartbeat write (20-40 s): a read with a 1 ms deadline
-	// returns EOF at once on a closed connection, and times out otherwise.
-	// No reader goroutine per stream: scenario F's memory stays as it was.
-	probe := time.NewTicker(streamProbe)
-	defer probe.Stop()
-	expiry := time.NewTimer(time.Until(st.expires))
-	defer expiry.Stop()
+	}()
 	for {
-		// Signals that came while the stream was writing (aside) first.
-		if len(st.pending) > 0 {
-			sig := st.pending[0]
-			if st.pending = st.pending[1:]; len(st.pending) == 0 {
-				st.pending = nil
-			}
-			if !s.handleSignal(w, st, sig, expiry) {
-				w.end()
-				return
-			}
-			continue
-		}
-		select {
-		case sig := <-st.signals:
-			if !s.handleSignal(w, st, sig, expiry) {
-				w.end()
-				return
-			}
-		case <-probe.C:
-			if clientGone(conn) {
-				return
-			}
-		case <-heartbeat.C:
-			// Each heartbeat also reads what the mailbox stored since the
-			// last message sent. A publication can be lost without the
-			// subscription failing: a primary cut off from the cluster
-			// keeps its subscribers while the promoted replica takes the
-			// deliveries (deploy/README.md, the partition drill). So a
-			// message stored after the last entry sent reaches an open
-			// stream within a heartbeat whatever happened to its
-			// publication. One stream read per stream per heartbeat
-			// (10,000 streams at 20 s: 500 a second).
-			if !s.aside(w, st, "heartbeat", func(ctx context.Context) bool {
-				if !s.catchUpNow(ctx, w, st) {
-					return false
-				}
-				w.chunk(": ping\n\n")
-				return w.flush() == nil
-			}) {
-				w.end()
-				return
-			}
-			expiry.Reset(time.Until(st.expires))
-		case <-expiry.C:
-			// Expiry without a missed extension ends the stream; catchUp
-			// learns which it is and moves the deadline.
-			if !s.catchUp(w, st) {
-				w.end()
-				return
-			}
-			expiry.Reset(time.Until(st.expires))
-		case <-st.cutCh:
-			w.end()
-			return
-		case <-s.stopStreams:
-			w.chunk(shutdownHint())
-			w.end()
+		st.mu.Lock()
+		if st.why != goesOn {
+			st.busy = false
+			st.mu.Unlock()
+			s.finish(st)
 			return
 		}
+		first := !st.begun
+		st.begun = true
+		var sig *signal
+		if !first {
+			if len(st.queue) == 0 {
+				st.running = false
+				st.mu.Unlock()
+				return
+			}
+			sig = st.queue[0]
+			if st.queue = st.queue[1:]; len(st.queue) == 0 {
+				st.queue = nil
+			}
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		st.busy, st.cancel = true, cancel
+		st.mu.Unlock()
+		var ok bool
+		if first {
+			ok = s.startStream(ctx, st)
+		} else {
+			ok = s.handleSignal(ctx, st, sig)
+		}
+		cancel()
+		st.mu.Lock()
+		st.busy, st.cancel = false, nil
+		if !ok && st.why == goesOn {
+			st.why = endPlain
+		}
+		st.mu.Unlock()
 	}
 }
 
-// aside runs fn, which writes to the stream and may read Redis, on a
-// goroutine of its own, and waits for it. The Redis call and the JSON
-// encoding need a deep stack, and a stack once grown stays with its
-// goroutine, so 10,000 idle streams would each keep one: the stream's own
-// goroutine only waits. While it waits, the stream still ends at once on a
-// takeover, a deletion, a revocation of its session, a cut-off or the
-// node's shutdown: fn's context ends and its write in progress, which a
-// client that stopped reading may hold for the write timeout, is
-// interrupted. Other signals wait in st.pending for the stream's loop; more
-// than streamQueue of them cut the stream off, as a full queue does. during
-// names the writes for the write-timeout log. It reports whether the
-// stream goes on.
-func (s *Server) aside(w *sseWriter, st *sseStream, during string, fn func(ctx context.Context) bool) bool {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	w.during = during
-	done := make(chan bool, 1)
-	go func() {
-		ok := false
-		defer func() {
-			if p := recover(); p != nil {
-				s.log.Error("event stream panic", "request_id", st.rid, "err", p)
-			}
-			done <- ok
-		}()
-		ok = fn(ctx)
-	}()
-	for {
-		replaced, stopping := false, false
-		select {
-		case ok := <-done:
-			return ok
-		case sig := <-st.signals:
-			var end bool
-			if end, replaced = st.ends(sig); !end && len(st.pending) < streamQueue {
-				st.pending = append(st.pending, sig)
-				continue
-			}
-		case <-st.cutCh:
-		case <-s.stopStreams:
-			stopping = true
+// startStream writes the stream's start: the response's head, the retry
+// field and the replay, and catches up. The stream joins the hub before it
+// writes anything, the replay included: a replay of 100 messages to a
+// client that stops reading holds its writes for the write timeout, and
+// meanwhile a takeover, a deletion, a revocation and the node's shutdown
+// still end it at once.
+func (s *Server) startStream(ctx context.Context, st *sseStream) bool {
+	w := st.w
+	st.conn.SetDeadline(time.Time{}) // fasthttp's read/write deadlines do not apply to a stream
+	// A client that closes its end is noticed by the process's one epoll
+	// watcher as it happens, with no timer or blocked read per stream
+	// (peerwatch_linux.go). Where a connection cannot be watched, the
+	// stream polls it every streamProbe.
+	if unwatch, ok := watchPeer(st.conn, st.gone); ok {
+		st.unwatch = unwatch
+	} else {
+		st.probe = time.AfterFunc(streamProbe, func() { st.post(&signal{timer: timerProbe}, true) })
+	}
+	st.expiry = time.AfterFunc(time.Until(st.expires), func() { st.post(&signal{timer: timerExpiry}, false) })
+	s.hub.join(st.session.Tag, st)
+	select {
+	case <-s.stopStreams:
+		st.halt(endStop) // Shutdown may have looked at the live streams before this one
+	default:
+	}
+	w.during = "replay"
+	w.header(st.rid)
+	w.chunk(streamRetry())
+	for _, m := range st.replay {
+		if ctx.Err() != nil {
+			return false
 		}
-		cancel()
-		w.out.interrupt()
-		<-done
-		w.out.resume()
-		// What the stream's loop writes before the end, when the write was
-		// interrupted between two writes (a stalled write has failed: no
-		// more is written).
-		switch {
-		case replaced:
-			w.chunk(replacedComment) // tells the client why: another stream took over
-		case stopping:
-			w.chunk(shutdownHint())
-		}
+		w.message(m)
+	}
+	st.replay = nil
+	if w.flush() != nil {
 		return false
+	}
+	// Publications between the open script and join were missed: catch up.
+	w.during = "catch-up"
+	if !s.catchUpNow(ctx, w, st) {
+		return false
+	}
+	// Heartbeats come from the node's wheel (beats.go), spread over the
+	// period, each with its catch-up read.
+	s.beats.join(st)
+	st.expiry.Reset(time.Until(st.expires))
+	return true
+}
+
+// finish ends the stream for st.why: what it writes last, then everything
+// it held goes.
+func (s *Server) finish(st *sseStream) {
+	defer s.streams.Add(-1)
+	defer s.streamWG.Done()
+	w := st.w
+	if st.unwatch != nil {
+		st.unwatch()
+	}
+	if st.probe != nil {
+		st.probe.Stop()
+	}
+	if st.expiry != nil {
+		st.expiry.Stop()
+	}
+	if st.slot >= 0 {
+		s.beats.leave(st)
+	}
+	s.hub.leave(st.session.Tag, st)
+	s.liveMu.Lock()
+	delete(s.live, st)
+	s.liveMu.Unlock()
+	// An interrupted write has failed (no more is written); one that was
+	// interrupted between two writes lets the last words through.
+	w.out.resume()
+	if !w.headed && st.why != endGone {
+		w.header(st.rid) // it ends before it started
+	}
+	switch st.why {
+	case endReplace:
+		w.chunk(replacedComment) // tells the client why: another stream took over
+	case endStop:
+		w.chunk(shutdownHint())
+	}
+	if st.why != endGone {
+		w.end()
+	}
+	st.conn.Close()
+	if w.timedOut {
+		s.streamTimedOut(w, st)
+	}
+	st.mu.Lock()
+	st.queue = nil
+	st.mu.Unlock()
+}
+
+// stopAllStreams ends every open stream with the shutdown hint (Shutdown).
+func (s *Server) stopAllStreams() {
+	s.liveMu.Lock()
+	live := make([]*sseStream, 0, len(s.live))
+	for st := range s.live {
+		live = append(live, st)
+	}
+	s.liveMu.Unlock()
+	for _, st := range live {
+		st.halt(endStop)
 	}
 }
 
@@ -370,8 +544,8 @@ func (s *Server) aside(w *sseWriter, st *sseStream, during string, fn func(ctx c
 // clients then poll for a while instead of taking the stream back.
 const replacedComment = ": replaced by a newer stream on this inbox\n\n"
 
-// streamProbe is how often an open stream checks that its client is still
-// connected.
+// streamProbe is how often a stream whose connection watchPeer cannot
+// watch checks that its client is still connected.
 const streamProbe = time.Second
 
 // clientGone reports whether the peer of an event stream closed or reset
@@ -388,7 +562,7 @@ func clientGone(conn net.Conn) bool {
 // ends reports whether sig ends the stream whatever it is doing, and
 // whether that is because a newer stream took over.
 func (st *sseStream) ends(sig *signal) (end, replaced bool) {
-	if sig.resync {
+	if sig.resync || sig.beat != nil || sig.timer != timerNone {
 		return false, false
 	}
 	switch ev := sig.event; ev.Type {
@@ -402,13 +576,56 @@ func (st *sseStream) ends(sig *signal) (end, replaced bool) {
 	return false, false
 }
 
-// handleSignal reacts to one hub signal; false ends the stream.
-func (s *Server) handleSignal(w *sseWriter, st *sseStream, sig *signal, expiry *time.Timer) bool {
-	if sig.resync {
-		if !s.catchUp(w, st) {
+// handleSignal reacts to one signal; false ends the stream. ctx ends when
+// the stream must end at once.
+func (s *Server) handleSignal(ctx context.Context, st *sseStream, sig *signal) bool {
+	w := st.w
+	switch {
+	case sig.timer == timerProbe:
+		if clientGone(st.conn) {
+			st.halt(endGone)
 			return false
 		}
-		expiry.Reset(time.Until(st.expires))
+		st.probe.Reset(streamProbe)
+		return true
+	case sig.timer == timerExpiry:
+		// Expiry without a missed extension ends the stream; the catch-up
+		// learns which it is and moves the deadline.
+		w.during = "catch-up"
+		if !s.catchUpNow(ctx, w, st) {
+			return false
+		}
+		st.expiry.Reset(time.Until(st.expires))
+		return true
+	case sig.beat != nil:
+		// Each heartbeat also sends what the mailbox stored since the last
+		// message sent (the wheel read it). A publication can be lost
+		// without the subscription failing: a primary cut off from the
+		// cluster keeps its subscribers while the promoted replica takes
+		// the deliveries (deploy/README.md, the partition drill). So a
+		// message stored after the last entry sent reaches an open stream
+		// within a heartbeat whatever happened to its publication. The
+		// read rechecks the session's access too.
+		w.during = "heartbeat"
+		ok, more := s.applyRead(ctx, w, st, sig.beat.Read, sig.beat.Err)
+		if ok && more {
+			ok = s.catchUpNow(ctx, w, st)
+		}
+		if !ok {
+			return false
+		}
+		w.chunk(": ping\n\n")
+		if w.flush() != nil {
+			return false
+		}
+		st.expiry.Reset(time.Until(st.expires))
+		return true
+	case sig.resync:
+		w.during = "catch-up"
+		if !s.catchUpNow(ctx, w, st) {
+			return false
+		}
+		st.expiry.Reset(time.Until(st.expires))
 		return true
 	}
 	if end, replaced := st.ends(sig); end {
@@ -425,64 +642,68 @@ func (s *Server) handleSignal(w *sseWriter, st *sseStream, sig *signal, expiry *
 			return false
 		}
 		if streamIDAfter(ev.Message.StreamID, st.lastID) {
-			return s.aside(w, st, "event", func(context.Context) bool {
-				w.message(ev.Message)
-				st.lastID = ev.Message.StreamID
-				return w.flush() == nil
-			})
+			w.during = "event"
+			w.message(ev.Message)
+			st.setLast(ev.Message.StreamID)
+			return w.flush() == nil
 		}
 	case storage.EventExtended:
 		st.expires = ev.ExpiresAt
-		expiry.Reset(time.Until(st.expires))
+		st.expiry.Reset(time.Until(st.expires))
 	}
 	return true
 }
 
-// catchUp sends what the mailbox's stream holds after the last message sent,
-// and learns whether the stream may go on. A Redis failure keeps the stream
-// open: the next resubscription or expiry check tries again.
-func (s *Server) catchUp(w *sseWriter, st *sseStream) bool {
-	return s.aside(w, st, "catch-up", func(ctx context.Context) bool { return s.catchUpNow(ctx, w, st) })
-}
-
-// catchUpNow is catchUp on the goroutine aside gives it; ctx ends when the
-// stream must end.
+// catchUpNow sends what the mailbox's stream holds after the last message
+// sent, and learns whether the stream may go on. A Redis failure keeps the
+// stream open: the next resubscription, heartbeat or expiry check tries
+// again. ctx ends when the stream must end.
 func (s *Server) catchUpNow(ctx context.Context, w *sseWriter, st *sseStream) bool {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.RedisTimeout)
 	defer cancel()
 	for {
 		read, err := s.store.ReadStream(ctx, st.session, st.token, st.lastID, streamMaxReplay)
-		if err != nil {
-			if isUnavailable(err) {
-				if errors.Is(ctx.Err(), context.Canceled) {
-					return false // the stream is ending: not Redis' failure
-				}
-				s.log.Warn("event stream catch-up", "err", err)
-				if time.Until(st.expires) <= 0 {
-					st.expires = time.Now().Add(time.Second) // look again soon
-				}
-				return true
-			}
-			if errors.Is(err, storage.ErrStreamReplaced) {
-				w.chunk(replacedComment)
-			}
-			return false // expired, deleted, or taken over
-		}
-		if s.nodeChanged(st, read.Node, "catch-up") {
-			return false
-		}
-		st.expires = read.ExpiresAt
-		for _, m := range read.Messages {
-			w.message(m)
-			st.lastID = m.StreamID
-		}
-		if w.flush() != nil {
-			return false
-		}
-		if len(read.Messages) < streamMaxReplay {
-			return true
+		if ok, more := s.applyRead(ctx, w, st, read, err); !ok || !more {
+			return ok
 		}
 	}
+}
+
+// applyRead sends what a catch-up read found and learns whether the
+// stream may go on (ok), and whether there may be more to read (more: the
+// read was full). Messages the stream sent since the read was made (the
+// heartbeat wheel reads ahead of the stream) are skipped.
+func (s *Server) applyRead(ctx context.Context, w *sseWriter, st *sseStream, read storage.StreamRead, err error) (ok, more bool) {
+	if err != nil {
+		if isUnavailable(err) {
+			if errors.Is(ctx.Err(), context.Canceled) {
+				return false, false // the stream is ending: not Redis' failure
+			}
+			s.log.Warn("event stream catch-up", "err", err)
+			if time.Until(st.expires) <= 0 {
+				st.expires = time.Now().Add(time.Second) // look again soon
+			}
+			return true, false
+		}
+		if errors.Is(err, storage.ErrStreamReplaced) {
+			w.chunk(replacedComment)
+		}
+		return false, false // expired, deleted, or taken over
+	}
+	if s.nodeChanged(st, read.Node, "catch-up") {
+		return false, false
+	}
+	st.expires = read.ExpiresAt
+	for _, m := range read.Messages {
+		if streamIDAfter(m.StreamID, st.lastID) {
+			w.message(m)
+			st.setLast(m.StreamID)
+		}
+	}
+	if w.flush() != nil {
+		return false, false
+	}
+	return true, len(read.Messages) >= streamMaxReplay
 }
 
 // nodeChanged reports whether node, the Redis node that published an event
@@ -517,22 +738,28 @@ func splitStreamID(id string) (uint64, uint64) {
 // sseWriter writes a chunked text/event-stream response on a raw connection.
 // The first write error sticks: later writes are no-ops and flush reports it.
 type sseWriter struct {
-	out    *deadlineConn
-	w      *bufio.Writer // onto out
+	out *deadlineConn
+	// w buffers writes onto out from the first write to the flush after
+	// it; an idle stream holds none (sseBufs).
+	w      *bufio.Writer
 	err    error
-	buf    []byte
-	during string // what the stream is writing (aside), for the log
+	during string // what the stream is writing, for the log
 	// timedOut: a write took longer than the write timeout (not one of
 	// end's: the stream was ending anyway).
 	timedOut bool
 	ending   bool
 	address  string // the inbox's: see sseStream.address
+	headed   bool   // the response's head was written
 }
 
 func newSSEWriter(conn net.Conn, timeout time.Duration) *sseWriter {
 	out := &deadlineConn{conn: conn, timeout: timeout}
-	return &sseWriter{out: out, w: bufio.NewWriterSize(out, 1024)}
+	return &sseWriter{out: out}
 }
+
+// sseBufs are the streams' write buffers, taken for a write and given back
+// at its flush: 10,000 idle streams held 10 MiB of them.
+var sseBufs = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 1024) }}
 
 // fail records the first write error.
 func (w *sseWriter) fail(err error) {
@@ -541,6 +768,7 @@ func (w *sseWriter) fail(err error) {
 }
 
 func (w *sseWriter) header(rid string) {
+	w.headed = true
 	w.write("HTTP/1.1 200 OK\r\n" +
 		"Content-Type: text/event-stream\r\n" +
 		"Cache-Control: no-cache\r\n" +
@@ -553,6 +781,10 @@ func (w *sseWriter) header(rid string) {
 
 func (w *sseWriter) write(s string) {
 	if w.err == nil {
+		if w.w == nil {
+			w.w = sseBufs.Get().(*bufio.Writer)
+			w.w.Reset(w.out)
+		}
 		if _, err := w.w.WriteString(s); err != nil {
 			w.fail(err)
 		}
@@ -570,21 +802,28 @@ func (w *sseWriter) message(m storage.Summary) {
 		m.To = w.address
 	}
 	data, _ := json.Marshal(viewSummary(m))
-	b := w.buf[:0]
+	b := make([]byte, 0, 64+len(data))
 	b = append(b, "event: message.received\nid: "...)
 	b = append(b, m.ID.String()...)
 	b = append(b, "\ndata: "...)
 	b = append(b, data...)
 	b = append(b, "\n\n"...)
-	w.buf = b
 	w.chunk(string(b))
 }
 
 func (w *sseWriter) flush() error {
+	if w.w == nil {
+		return w.err
+	}
 	if w.err == nil {
 		if err := w.w.Flush(); err != nil {
 			w.fail(err)
 		}
+	}
+	if w.err != nil || w.w.Buffered() == 0 {
+		w.w.Reset(nil)
+		sseBufs.Put(w.w)
+		w.w = nil
 	}
 	return w.err
 }

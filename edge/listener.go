@@ -192,6 +192,10 @@ const drainBytes = 64 << 20
 // without Expect) then sees "connection reset" instead of the 413.
 func (c *guardedConn) drainOnClose(d time.Duration) { c.drain.Store(int64(d)) }
 
+// NetConn is the accepted connection (an event stream watches its socket:
+// watchPeer).
+func (c *guardedConn) NetConn() net.Conn { return c.Conn }
+
 func (c *guardedConn) Close() error {
 	if d := time.Duration(c.drain.Swap(0)); d > 0 {
 		// In its own goroutine: fasthttp's worker is freed at once, and

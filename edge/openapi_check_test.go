@@ -205,7 +205,7 @@ func (s *apiSpec) check(req *http.Request, resp *http.Response, body []byte) err
 	switch {
 	case head:
 	case status >= 400:
-		checkError(&p, params, ref.Value, resp.Header, body)
+		checkError(&p, params, ref.Value, resp.Header, body, strings.HasSuffix(route.Path, "/events"))
 	case stream:
 		if body != nil {
 			s.checkEventStream(&p, body)
@@ -341,7 +341,7 @@ var errorDetail = map[string]string{
 
 const maxBodyBytes = 16 << 10
 
-func checkError(p *problems, params map[string]string, doc *openapi3.Response, h http.Header, body []byte) {
+func checkError(p *problems, params map[string]string, doc *openapi3.Response, h http.Header, body []byte, events bool) {
 	var e struct {
 		Error struct {
 			Code    string         `json:"code"`
@@ -387,7 +387,12 @@ func checkError(p *problems, params map[string]string, doc *openapi3.Response, h
 
 	retry := h.Get("Retry-After")
 	switch code {
-	case "RATE_LIMITED", "REQUEST_PROTECTION", "DEPENDENCY_UNAVAILABLE":
+	case "REQUEST_PROTECTION":
+		// GET /events spreads the clients it sheds over 1-3 s.
+		if retry != "1" && (!events || retry != "2" && retry != "3") {
+			p.addf("%s with Retry-After %q, want 1 (GET /events: 1, 2 or 3)", code, retry)
+		}
+	case "RATE_LIMITED", "DEPENDENCY_UNAVAILABLE":
 		if retry != "1" {
 			p.addf("%s with Retry-After %q, want 1", code, retry)
 		}
@@ -589,8 +594,15 @@ func checkSetCookie(p *problems, resp *http.Response, name string, match func(st
 	}
 }
 
+// startRetry reports whether v is the retry: of a stream's start: 1000 to
+// 5999 ms, drawn per stream.
+func startRetry(v string) bool {
+	n, err := strconv.Atoi(v)
+	return err == nil && n >= 1000 && n < 6000 && strconv.Itoa(n) == v
+}
+
 // checkEventStream checks the complete events of a (possibly partial) stream:
-// it starts with "retry: 3000", comments are heartbeats, and each event is a
+// it starts with "retry: <ms>" (1000-5999, drawn per stream), comments are heartbeats, and each event is a
 // message.received whose id is its data's id and whose data is a
 // MessageSummary on one line.
 func (s *apiSpec) checkEventStream(p *problems, body []byte) {
@@ -626,10 +638,10 @@ func (s *apiSpec) checkEventStream(p *problems, body []byte) {
 		line := sc.Text()
 		if first {
 			first = false
-			if line == "retry: 3000" {
+			if v, ok := strings.CutPrefix(line, "retry: "); ok && startRetry(v) {
 				continue
 			}
-			p.addf("stream starts with %q, want \"retry: 3000\"", line)
+			p.addf("stream starts with %q, want \"retry: <1000-5999>\"", line)
 		}
 		if line == "" {
 			complete()
@@ -651,8 +663,8 @@ func (s *apiSpec) checkEventStream(p *problems, body []byte) {
 			}
 			data = value
 		case "retry":
-			if value != "3000" {
-				p.addf("retry: %s, want 3000", value)
+			if !startRetry(value) {
+				p.addf("retry: %s, want 1000-5999", value)
 			}
 			continue
 		default:

@@ -28,6 +28,10 @@ type handlerFunc func(ctx *fasthttp.RequestCtx, c *call) error
 // against the creation windows.
 const routeCreate = "POST /mailboxes"
 
+// routeEvents is the route of GET /events, whose 503 REQUEST_PROTECTION
+// has a spread Retry-After (streamRetryAfter).
+const routeEvents = "GET /events"
+
 // routes lists every endpoint of the API.
 func (s *Server) routes() fasthttp.RequestHandler {
 	r := router.New()
@@ -49,7 +53,7 @@ func (s *Server) routes() fasthttp.RequestHandler {
 	v1.GET("/messages", s.wrap("GET /messages", s.handleListMessages))
 	v1.GET("/messages/{message_id}", s.wrap("GET /messages/{id}", s.handleGetMessage))
 	v1.DELETE("/messages/{message_id}", s.wrap("DELETE /messages/{id}", s.handleDeleteMessage))
-	v1.GET("/events", s.wrap("GET /events", s.handleEvents))
+	v1.GET("/events", s.wrap(routeEvents, s.handleEvents))
 
 	r.NotFound = s.wrap("not found", func(ctx *fasthttp.RequestCtx, _ *call) error { return outsideV1(r, ctx) })
 	r.MethodNotAllowed = s.wrap("method not allowed", func(ctx *fasthttp.RequestCtx, _ *call) error {
@@ -227,6 +231,9 @@ func (s *Server) fail(ctx *fasthttp.RequestCtx, route string, err error) {
 		s.log.Warn("redis unavailable", "route", route, "request_id", requestID(ctx), "err", err)
 	case ae.status >= 500 && ae != errProtection:
 		s.log.Error("request failed", "route", route, "request_id", requestID(ctx), "err", err)
+	}
+	if ae == errProtection && route == routeEvents {
+		ae = streamRetryAfter()
 	}
 	writeError(ctx, ae)
 }

@@ -139,9 +139,13 @@ type Server struct {
 	access   *accessLog
 
 	hub         *hub
-	streams     atomic.Int64 // open event streams, for MaxStreams
-	guard       *connGuard   // set by Serve
-	conns       atomic.Int64 // open connections, counted by guard
+	beats       *beats // the event streams' heartbeat wheel
+	workers     *streamWorkers
+	liveMu      sync.Mutex
+	live        map[*sseStream]struct{} // open event streams, for Shutdown
+	streams     atomic.Int64            // open event streams, for MaxStreams
+	guard       *connGuard              // set by Serve
+	conns       atomic.Int64            // open connections, counted by guard
 	streamWG    sync.WaitGroup
 	stopStreams chan struct{} // closed by Shutdown: every stream ends
 	stopOnce    sync.Once
@@ -155,7 +159,9 @@ type Server struct {
 // New returns an edge server. metrics may be nil.
 func New(store Mailboxes, limiter Limiter, cfg Config, log *slog.Logger, metrics *Metrics) *Server {
 	s := &Server{store: store, limiter: limiter, cfg: cfg.withDefaults(), log: log, metrics: metrics,
-		hub: newHub(store), stopStreams: make(chan struct{}), hint: newRateHint()}
+		hub: newHub(store), stopStreams: make(chan struct{}), hint: newRateHint(), live: map[*sseStream]struct{}{}}
+	s.beats = newBeats(s, s.cfg.Heartbeat)
+	s.workers = newStreamWorkers(s)
 	if s.metrics == nil {
 		s.metrics = NewMetrics(nil)
 	}
@@ -210,7 +216,9 @@ func (s *Server) Drain() { s.draining.Store(true) }
 // MAYFLY_DRAIN_DELAY): by now the load balancer sends new connections to
 // other nodes, so a stream's client that reconnects lands on one of them.
 func (s *Server) Shutdown(ctx context.Context) error {
-	s.stopOnce.Do(func() { close(s.stopStreams) })
+	s.stopOnce.Do(func() { close(s.stopStreams); close(s.workers.stop) })
+	s.stopAllStreams()
+	defer s.beats.close()
 	err := s.http.ShutdownWithContext(ctx)
 	done := make(chan struct{})
 	go func() { s.streamWG.Wait(); close(done) }()
@@ -223,8 +231,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 }
 
 // shutdownHint is what an event stream writes before it ends at Shutdown: a
-// retry field (the reconnection delay an EventSource waits, its 3 s for a
-// stream that merely ended otherwise) of 0.25-1.25 s, spread so that the
+// retry field (the reconnection delay an EventSource waits; 1-6 s, drawn
+// per stream, for a stream that merely ended otherwise) of 0.25-1.25 s, spread so that the
 // streams of a node do not all come back in the same instant, and a comment
 // saying why, then the stream ends cleanly. The client reconnects to another
 // node, and lists (the spec's client does after any reconnect).

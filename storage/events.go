@@ -167,9 +167,14 @@ func (s *Store) OpenStream(ctx context.Context, session Credential, token string
 // ErrStreamReplaced, ErrUnavailable.
 func (s *Store) ReadStream(ctx context.Context, session Credential, token, afterID string, max int) (StreamRead, error) {
 	t := session.Tag
-	res, err := s.scripts.streamRead.Exec(ctx, s.client, []string{s.keys.box(t), s.keys.msgs(t)}, []string{
+	return streamReadReply(s.scripts.streamRead.Exec(ctx, s.client, []string{s.keys.box(t), s.keys.msgs(t)}, []string{
 		session.digests(), token, afterID, strconv.Itoa(max),
-	}).ToArray()
+	}))
+}
+
+// streamReadReply decodes stream_read.lua's reply.
+func streamReadReply(r rueidis.RedisResult) (StreamRead, error) {
+	res, err := r.ToArray()
 	if err != nil {
 		return StreamRead{}, unavailable("read stream", err)
 	}
@@ -189,6 +194,50 @@ func (s *Store) ReadStream(ctx context.Context, session Credential, token, after
 		return StreamRead{}, unavailable("read stream", err)
 	}
 	return StreamRead{Messages: out, ExpiresAt: msTime(exp), Node: node}, nil
+}
+
+// StreamReadReq is one stream's part of ReadStreams: ReadStream's arguments.
+type StreamReadReq struct {
+	Session Credential
+	Token   string
+	AfterID string
+}
+
+// StreamReadResult is ReadStream's answer to one StreamReadReq.
+type StreamReadResult struct {
+	Read StreamRead
+	Err  error
+}
+
+// ReadStreams is ReadStream for many streams at once, max messages each:
+// the reads go out together, pipelined to each node (one round trip per
+// node that holds some of the mailboxes, where one ReadStream each took a
+// round trip per stream). It reads only, like ReadStream. The results are
+// in the order of reqs.
+func (s *Store) ReadStreams(ctx context.Context, reqs []StreamReadReq, max int) []StreamReadResult {
+	out := make([]StreamReadResult, len(reqs))
+	if len(reqs) == 0 {
+		return out
+	}
+	b := s.client.B()
+	sha := s.scripts.streamReadSHA
+	cmds := make(rueidis.Commands, len(reqs))
+	m := strconv.Itoa(max)
+	for i, r := range reqs {
+		t := r.Session.Tag
+		cmds[i] = b.Evalsha().Sha1(sha).Numkeys(2).Key(s.keys.box(t), s.keys.msgs(t)).
+			Arg(r.Session.digests(), r.Token, r.AfterID, m).Build()
+	}
+	for i, res := range s.client.DoMulti(ctx, cmds...) {
+		if err, ok := rueidis.IsRedisErr(res.Error()); ok && err.IsNoScript() {
+			// A node that lacks the script (restarted, or new): this one
+			// reads the usual way, which loads it.
+			out[i].Read, out[i].Err = s.ReadStream(ctx, reqs[i].Session, reqs[i].Token, reqs[i].AfterID, max)
+			continue
+		}
+		out[i].Read, out[i].Err = streamReadReply(res)
+	}
+	return out
 }
 
 func parseEntries(vals []rueidis.RedisMessage) ([]Summary, error) {

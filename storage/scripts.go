@@ -14,6 +14,7 @@ var scriptFS embed.FS
 type scripts struct {
 	current, message       *rueidis.Lua
 	streamOpen, streamRead *rueidis.Lua
+	streamReadSHA          string // for ReadStreams' EVALSHAs
 	// The writes a caller is told are safe: run through Store.exec, which
 	// waits for replicas on the same connection. A select, extend or delete
 	// that a failover lost would turn a handed-out session into a 401, or
@@ -37,6 +38,7 @@ func loadScripts() scripts {
 		deliver:       newDurableScript(lib + mustRead("deliver.lua")),
 		streamOpen:    load("stream_open.lua"),
 		streamRead:    load("stream_read.lua"),
+		streamReadSHA: sha1Hex(lib + mustRead("stream_read.lua")),
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -81,6 +82,9 @@ type Store struct {
 	group   groupCommit
 	// layout is the layout the store writes (layout.go).
 	layout atomic.Pointer[string]
+	// recv holds Listen's subscriptions, made at the first.
+	recvOnce sync.Once
+	recv     *Receiver
 }
 
 // New returns a Store on client.

@@ -7,18 +7,37 @@
 //	sseload -api http://127.0.0.1:8080/v1 -smtp 127.0.0.1:2525 -sessions s.txt -rate 500 -duration 5s
 //
 // A sessions file has one inbox per line: its address and its Cookie header
-// (service_session=…), separated by a tab. It prints one JSON line.
+// (service_session=…), separated by a tab. Or -make N with -redis makes N
+// inboxes in storage itself (bench/streams.sh). It prints one JSON line
+// per run.
+//
+// With -idle it holds the streams idle for that long first and reports the
+// edge's CPU (from /proc) and Redis's (INFO cpu of every node, with -redis)
+// per stream per second; with -metrics, the edge's Go heap and goroutines
+// per stream. With -reconnect every stream reconnects as the official
+// clients do (README, Events): after it ends, the first attempt waits the
+// stream's last retry: plus up to 250 ms, a 503 waits its Retry-After, other
+// failures back off (full jitter, 500 ms doubling to 5 s). With -storm it
+// then writes the file -ready and waits for the edge to go and come back
+// (bench/streams.sh kills and restarts it): how long until every stream
+// that broke is open again.
 package main
 
 import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"maps"
+	"math/rand/v2"
+	"net"
+	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,6 +46,8 @@ import (
 	"time"
 
 	"github.com/mayfly/mayfly/bench/internal/load"
+	"github.com/mayfly/mayfly/storage"
+	"github.com/redis/rueidis"
 )
 
 type options struct {
@@ -37,6 +58,11 @@ type options struct {
 	runs                     int
 	duration, settle, wait   time.Duration
 	rssPid                   int
+	// bench/streams.sh
+	redis, prefix, metrics, ready string
+	make                          int
+	idle, storm                   time.Duration
+	reconnect                     bool
 }
 
 func main() {
@@ -55,6 +81,14 @@ func main() {
 	flag.DurationVar(&o.wait, "wait", 2*time.Second, "how long to wait for the last events after sending")
 	flag.IntVar(&o.rssPid, "rss-pid", 0, "pid of the edge node whose RSS to report (0: none)")
 	flag.IntVar(&o.runs, "runs", 1, "send phases with the same streams open; one JSON line each")
+	flag.StringVar(&o.redis, "redis", "", "Redis seeds: for -make, and Redis's CPU over -idle")
+	flag.StringVar(&o.prefix, "prefix", "mf", "key prefix of the inboxes -make makes (the edge's MAYFLY_REDIS_PREFIX)")
+	flag.IntVar(&o.make, "make", 0, "make this many inboxes in storage (with -redis) instead of reading -sessions")
+	flag.StringVar(&o.metrics, "metrics", "", "the edge's admin /metrics URL: Go heap and goroutines per stream")
+	flag.DurationVar(&o.idle, "idle", 0, "hold the streams idle this long before sending, and report CPU per stream")
+	flag.BoolVar(&o.reconnect, "reconnect", false, "streams reconnect as the official clients do")
+	flag.DurationVar(&o.storm, "storm", 0, "after the runs, write -ready and wait up to this long for the edge's restart and every stream's return (with -reconnect)")
+	flag.StringVar(&o.ready, "ready", "", "file written when the streams wait for the restart (-storm)")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "sseload:", err)
@@ -85,8 +119,23 @@ func readSessions(path string, n int) ([]inbox, error) {
 }
 
 func run(o options) error {
-	boxes, err := readSessions(o.sessions, o.streams)
-	if err != nil {
+	var boxes []inbox
+	var rdb rueidis.Client
+	var err error
+	if o.redis != "" {
+		if rdb, err = rueidis.NewClient(storage.ClientOption(strings.Split(o.redis, ","), 5*time.Second)); err != nil {
+			return err
+		}
+		defer rdb.Close()
+	}
+	if o.make > 0 {
+		if rdb == nil {
+			return fmt.Errorf("-make needs -redis")
+		}
+		if boxes, err = makeInboxes(rdb, o.prefix, o.make); err != nil {
+			return err
+		}
+	} else if boxes, err = readSessions(o.sessions, o.streams); err != nil {
 		return err
 	}
 	if len(boxes) == 0 {
@@ -103,6 +152,29 @@ func run(o options) error {
 		}
 	}
 	rss("rss_before_mib")
+	metric := func(prefix string) {
+		if o.metrics == "" {
+			return
+		}
+		m, err := scrape(o.metrics)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "sseload: metrics:", err)
+			return
+		}
+		extra[prefix+"heap_inuse_mib"] = m["go_memstats_heap_inuse_bytes"] / (1 << 20)
+		extra[prefix+"stack_inuse_mib"] = m["go_memstats_stack_inuse_bytes"] / (1 << 20)
+		extra[prefix+"goroutines"] = m["go_goroutines"]
+	}
+	metric("before_")
+	if o.idle > 0 {
+		// The edge's CPU with no stream open, over a third of -idle: what
+		// the idle figures per stream are net of.
+		base := map[string]float64{}
+		if err := idleCPU(ctx, options{idle: o.idle / 3, rssPid: o.rssPid}, nil, 1, base); err != nil {
+			return err
+		}
+		extra["baseline_edge_cores"] = base["idle_edge_cores"]
+	}
 
 	var (
 		mu       sync.Mutex
@@ -113,6 +185,7 @@ func run(o options) error {
 		firstErr atomic.Value
 	)
 	noteErr := func(err error) { firstErr.CompareAndSwap(nil, err.Error()) }
+	var storm stormStats
 
 	bind, err := load.NewSourcePool(o.bind)
 	if err != nil {
@@ -139,21 +212,35 @@ func run(o options) error {
 				}
 				streams[i] = st
 				go func() {
-					err := st.Read(func(ev load.Event) {
-						if ev.Type != "message.received" {
+					for {
+						err := st.Read(func(ev load.Event) {
+							if ev.Type != "message.received" {
+								return
+							}
+							var s struct{ Subject string }
+							if json.Unmarshal([]byte(ev.Data), &s) == nil {
+								now := time.Now()
+								mu.Lock()
+								arrived[s.Subject] = now
+								mu.Unlock()
+							}
+						})
+						if closing.Load() {
 							return
 						}
-						var s struct{ Subject string }
-						if json.Unmarshal([]byte(ev.Data), &s) == nil {
-							now := time.Now()
-							mu.Lock()
-							arrived[s.Subject] = now
-							mu.Unlock()
+						if !o.reconnect {
+							broken.Add(1)
+							noteErr(fmt.Errorf("stream ended: %v", err))
+							return
 						}
-					})
-					if !closing.Load() {
-						broken.Add(1)
-						noteErr(fmt.Errorf("stream ended: %v", err))
+						if st = storm.reconnect(ctx, &closing, st, func() (*load.Stream, error) {
+							return load.OpenStream(o.api, boxes[i].cookie, load.ClientIP(o.ipBase, i), bind.Addr(i), 10*time.Second)
+						}); st == nil {
+							return
+						}
+						mu.Lock()
+						streams[i] = st
+						mu.Unlock()
 					}
 				}()
 			}
@@ -165,6 +252,18 @@ func run(o options) error {
 	rss("rss_after_mib")
 	if b, a := extra["rss_before_mib"], extra["rss_after_mib"]; a > 0 {
 		extra["kib_per_stream"] = (a - b) * 1024 / float64(len(boxes))
+	}
+	metric("after_")
+	if o.metrics != "" {
+		n := float64(len(boxes)) - float64(openErrs.Load())
+		extra["heap_kib_per_stream"] = (extra["after_heap_inuse_mib"] - extra["before_heap_inuse_mib"]) * 1024 / n
+		extra["stack_kib_per_stream"] = (extra["after_stack_inuse_mib"] - extra["before_stack_inuse_mib"]) * 1024 / n
+		extra["goroutines_per_stream"] = (extra["after_goroutines"] - extra["before_goroutines"]) / n
+	}
+	if o.idle > 0 {
+		if err := idleCPU(ctx, o, rdb, len(boxes)-int(openErrs.Load()), extra); err != nil {
+			return err
+		}
 	}
 
 	var results []load.Result
@@ -242,7 +341,12 @@ func run(o options) error {
 		res.Extra = runExtra
 		results = append(results, res)
 	}
+	if o.storm > 0 && o.reconnect && len(results) > 0 {
+		storm.await(ctx, o, results[len(results)-1].Extra)
+	}
 	closing.Store(true)
+	mu.Lock()
+	defer mu.Unlock()
 	for _, st := range streams {
 		if st != nil {
 			st.Close()
@@ -260,4 +364,244 @@ func run(o options) error {
 		}
 	}
 	return nil
+}
+
+// makeInboxes makes n inboxes directly in storage, as bench F does (10,000
+// creations through the API take minutes of the global cap), 32 at a time.
+func makeInboxes(rdb rueidis.Client, prefix string, n int) ([]inbox, error) {
+	store := storage.New(rdb, storage.Config{KeyPrefix: prefix})
+	out := make([]inbox, n)
+	err := load.Parallel(n, 32, func(i int) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		m, scoped, err := store.Create(ctx, storage.NewTag(), "mayfly.test", 2*time.Hour, "bench-streams")
+		if err != nil {
+			return err
+		}
+		_, sess, err := store.Select(ctx, m.ID, scoped)
+		out[i] = inbox{address: m.Address, cookie: "service_session=" + sess.String()}
+		return err
+	})
+	return out, err
+}
+
+// scrape reads the unlabelled series of a Prometheus text page.
+func scrape(url string) (map[string]float64, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		name, v, ok := strings.Cut(sc.Text(), " ")
+		if !ok || strings.HasPrefix(name, "#") || strings.Contains(name, "{") {
+			continue
+		}
+		if f, err := strconv.ParseFloat(v, 64); err == nil {
+			out[name] = f
+		}
+	}
+	return out, sc.Err()
+}
+
+// procCPU is the CPU time pid used so far (utime + stime of /proc/pid/stat).
+func procCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The fields after the command name, which is in parentheses.
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * time.Second / 100, nil // USER_HZ: 100 on Linux
+}
+
+// redisCPU is the CPU time every Redis node used so far (INFO cpu).
+func redisCPU(ctx context.Context, rdb rueidis.Client) (time.Duration, error) {
+	var total float64
+	for _, n := range rdb.Nodes() {
+		info, err := n.Do(ctx, n.B().Info().Section("cpu").Build()).ToString()
+		if err != nil {
+			return 0, err
+		}
+		for line := range strings.SplitSeq(info, "\n") {
+			k, v, _ := strings.Cut(strings.TrimSpace(line), ":")
+			if k == "used_cpu_sys" || k == "used_cpu_user" {
+				f, _ := strconv.ParseFloat(v, 64)
+				total += f
+			}
+		}
+	}
+	return time.Duration(total * float64(time.Second)), nil
+}
+
+// idleCPU holds the streams idle for o.idle and records the edge's and
+// Redis's CPU per stream per second over it, in µs.
+func idleCPU(ctx context.Context, o options, rdb rueidis.Client, streams int, extra map[string]float64) error {
+	if streams <= 0 || o.rssPid <= 0 {
+		return fmt.Errorf("-idle needs -rss-pid and open streams")
+	}
+	e0, err := procCPU(o.rssPid)
+	if err != nil {
+		return err
+	}
+	var r0 time.Duration
+	if rdb != nil {
+		if r0, err = redisCPU(ctx, rdb); err != nil {
+			return err
+		}
+	}
+	t0 := time.Now()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(o.idle):
+	}
+	secs := time.Since(t0).Seconds()
+	e1, err := procCPU(o.rssPid)
+	if err != nil {
+		return err
+	}
+	extra["idle_seconds"] = secs
+	extra["idle_edge_cores"] = (e1 - e0).Seconds() / secs
+	extra["idle_edge_us_per_stream_s"] = float64((e1 - e0).Microseconds()) / secs / float64(streams)
+	if base, ok := extra["baseline_edge_cores"]; ok {
+		extra["idle_edge_net_us_per_stream_s"] = ((e1-e0).Seconds()/secs - base) * 1e6 / float64(streams)
+	}
+	if rdb != nil {
+		r1, err := redisCPU(ctx, rdb)
+		if err != nil {
+			return err
+		}
+		extra["idle_redis_cores"] = (r1 - r0).Seconds() / secs
+		extra["idle_redis_us_per_stream_s"] = float64((r1 - r0).Microseconds()) / secs / float64(streams)
+	}
+	return nil
+}
+
+// stormStats follows the streams that broke and came back (-reconnect).
+type stormStats struct {
+	mu         sync.Mutex
+	down       int // streams broken, not back yet
+	broke      int // breaks seen
+	back       int // reopened
+	firstBreak time.Time
+	lastBack   time.Time
+	outage     []time.Duration // per break: until reopened
+	refused503 int
+	failed     int // other failed attempts (refused connections, timeouts)
+	failures   map[string]int
+}
+
+// failureKind is a failed attempt's class, for the log.
+func failureKind(err error) string {
+	var se *load.StatusError
+	var ne net.Error
+	switch {
+	case errors.As(err, &se):
+		return "status " + strconv.Itoa(se.Status)
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.Is(err, syscall.EMFILE):
+		return "the load process's descriptors ran out"
+	case errors.Is(err, syscall.ECONNRESET):
+		return "connection reset"
+	case errors.As(err, &ne) && ne.Timeout():
+		return "timeout"
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		return "EOF"
+	}
+	return err.Error()
+}
+
+// reconnect reopens a stream that ended, as the official clients do, and
+// returns it; nil when sseload is closing.
+func (s *stormStats) reconnect(ctx context.Context, closing *atomic.Bool, ended *load.Stream, open func() (*load.Stream, error)) *load.Stream {
+	ended.Close() // the load process holds one descriptor per stream, not two
+	at := time.Now()
+	s.mu.Lock()
+	if s.down == 0 && (s.firstBreak.IsZero() || s.lastBack.Before(s.firstBreak) || at.Sub(s.lastBack) > 30*time.Second) {
+		s.firstBreak = at
+	}
+	s.down++
+	s.broke++
+	s.mu.Unlock()
+	wait := ended.Retry + time.Duration(rand.Int64N(int64(250*time.Millisecond)))
+	for attempt := 0; ; attempt++ {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(wait):
+		}
+		if closing.Load() {
+			return nil
+		}
+		st, err := open()
+		if err == nil {
+			now := time.Now()
+			s.mu.Lock()
+			s.down--
+			s.back++
+			s.lastBack = now
+			s.outage = append(s.outage, now.Sub(at))
+			s.mu.Unlock()
+			return st
+		}
+		var se *load.StatusError
+		s.mu.Lock()
+		if errors.As(err, &se) && se.Status == 503 {
+			s.refused503++
+		} else {
+			s.failed++
+		}
+		if s.failures == nil {
+			s.failures = map[string]int{}
+		}
+		s.failures[failureKind(err)]++
+		s.mu.Unlock()
+		if errors.As(err, &se) && se.RetryAfter > 0 {
+			wait = se.RetryAfter
+			continue
+		}
+		// Full jitter: 500 ms doubling to 5 s.
+		wait = time.Duration(rand.Int64N(int64(min(500*time.Millisecond<<min(attempt, 4), 5*time.Second)))) + time.Millisecond
+	}
+}
+
+// await writes the ready file and waits, up to o.storm, for streams to
+// break and all of them to be back; its figures go into extra.
+func (s *stormStats) await(ctx context.Context, o options, extra map[string]float64) {
+	if o.ready != "" {
+		_ = os.WriteFile(o.ready, []byte("ready\n"), 0o644)
+	}
+	deadline := time.Now().Add(o.storm)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		s.mu.Lock()
+		done := s.broke > 0 && s.down == 0 && time.Since(s.lastBack) > 3*time.Second
+		s.mu.Unlock()
+		if done {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fmt.Fprintf(os.Stderr, "sseload: storm: failed attempts by kind: %v\n", s.failures)
+	extra["storm_breaks"] = float64(s.broke)
+	extra["storm_back"] = float64(s.back)
+	extra["storm_not_back"] = float64(s.down)
+	extra["storm_503"] = float64(s.refused503)
+	extra["storm_failed_attempts"] = float64(s.failed)
+	if s.back > 0 {
+		extra["storm_seconds"] = s.lastBack.Sub(s.firstBreak).Seconds()
+		slices.Sort(s.outage)
+		extra["storm_outage_p50_s"] = s.outage[len(s.outage)/2].Seconds()
+		extra["storm_outage_max_s"] = s.outage[len(s.outage)-1].Seconds()
+	}
 }

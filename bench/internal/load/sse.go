@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -16,6 +17,20 @@ import (
 type Stream struct {
 	conn net.Conn
 	body io.ReadCloser
+	// Retry is the stream's last retry: field (0 until it sent one): how
+	// long the official clients wait before they reconnect after it ends.
+	Retry time.Duration
+}
+
+// StatusError is a GET /events that did not answer 200.
+type StatusError struct {
+	Status     int
+	RetryAfter time.Duration // its Retry-After (0: none)
+	Body       string
+}
+
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("GET /events: status %d: %s", e.Status, e.Body)
 }
 
 // Event is one server-sent event.
@@ -58,7 +73,8 @@ func OpenStream(api, cookie, ip string, local *net.TCPAddr, timeout time.Duratio
 	if resp.StatusCode != 200 {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		conn.Close()
-		return nil, fmt.Errorf("GET /events: status %d: %s", resp.StatusCode, b)
+		ra, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
+		return nil, &StatusError{Status: resp.StatusCode, RetryAfter: time.Duration(ra) * time.Second, Body: string(b)}
 	}
 	conn.SetDeadline(time.Time{})
 	return &Stream{conn: conn, body: resp.Body}, nil
@@ -82,6 +98,10 @@ func (s *Stream) Read(on func(Event)) error {
 			ev.Type = strings.TrimSpace(line[len("event:"):])
 		case strings.HasPrefix(line, "data:"):
 			ev.Data = strings.TrimSpace(line[len("data:"):])
+		case strings.HasPrefix(line, "retry:"):
+			if ms, err := strconv.Atoi(strings.TrimSpace(line[len("retry:"):])); err == nil {
+				s.Retry = time.Duration(ms) * time.Millisecond
+			}
 		}
 	}
 	if err := sc.Err(); err != nil {

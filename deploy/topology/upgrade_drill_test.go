@@ -346,9 +346,17 @@ func TestDrillUpgrade(t *testing.T) {
 		t.Errorf("step %q: every node writes %s, but sub-addresses got %d 250s and %d 550s", s.name, layoutNew, s.tagged250.Load(), s.tagged550.Load())
 	}
 	// The nodes wrote the layout they were told: nothing after 2026-11-24
-	// before the flip, and the flipped nodes write it.
+	// before the flip, and the flipped nodes write it. A previous release
+	// named by MAYFLY_DRILL_UPGRADE_FROM may write a newer shape itself
+	// (v2026.11.26, e12c037, writes 2026-11-26: the digest and the box of
+	// 2026-11-25 on), so the check before the flip holds for the default
+	// previous release only.
+	fromOther := os.Getenv("MAYFLY_DRILL_UPGRADE_FROM") != ""
+	if fromOther {
+		t.Log("MAYFLY_DRILL_UPGRADE_FROM: the previous release may write a shape after 2026-11-24; not checked before the flip")
+	}
 	for _, s := range d.steps {
-		if !s.writesNew && (s.digestRaw != 0 || s.msgsInBox != 0) {
+		if !fromOther && !s.writesNew && (s.digestRaw != 0 || s.msgsInBox != 0) {
 			t.Errorf("step %q: no node was told to write %s, but %d live mailboxes have its digest and %d messages are in their box",
 				s.name, layoutNew, s.digestRaw, s.msgsInBox)
 		}

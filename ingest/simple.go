@@ -89,7 +89,9 @@ func (p *Parser) splitHeader(raw []byte) (textproto.MIMEHeader, []byte, bool) {
 	if len(block) > 0 && (block[0] == ' ' || block[0] == '\t') || bytes.IndexByte(block, 0) >= 0 {
 		return nil, nil, false
 	}
-	h, err := textproto.NewReader(bufio.NewReader(bytes.NewReader(block))).ReadMIMEHeader()
+	h, err := withHeaderReader(block, func(r *bufio.Reader) (textproto.MIMEHeader, error) {
+		return textproto.NewReader(r).ReadMIMEHeader()
+	})
 	if err != nil && err != io.EOF {
 		return nil, nil, false
 	}

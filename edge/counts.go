@@ -6,20 +6,45 @@ import (
 	"github.com/mayfly/mayfly/ratelimit"
 )
 
-// countWorkers run countWith's request counts on goroutines that wait for
-// work between requests. A goroutine started per request begins with a
-// small stack and grows it through rueidis's call chain every time
-// (runtime.newstack and copystack: about 4 % of the edge's CPU under bench
-// scenario A); a waiting worker keeps its grown stack. A count never waits
-// for a worker: when none is idle, it gets a goroutine of its own, as before.
-type countWorkers struct {
-	s    *Server
-	idle chan *countJob
+// idleWorkers run jobs on goroutines that wait for work between jobs. A
+// goroutine started per job begins with a small stack and grows it through
+// the job's call chain every time (runtime.newstack and copystack); a
+// waiting worker keeps its grown stack. A job never waits for a worker:
+// when none is idle, it gets a goroutine of its own.
+type idleWorkers[T any] struct {
+	do   func(T)
+	idle chan T
 	stop chan struct{} // closed by Shutdown: the idle workers end
 }
 
-// countWorkersIdle is how many goroutines wait for counts: about the
-// requests one node has in flight at once under load.
+func newIdleWorkers[T any](n int, do func(T)) *idleWorkers[T] {
+	w := &idleWorkers[T]{do: do, idle: make(chan T), stop: make(chan struct{})}
+	for range n {
+		go func() {
+			for {
+				select {
+				case j := <-w.idle:
+					do(j)
+				case <-w.stop:
+					return
+				}
+			}
+		}()
+	}
+	return w
+}
+
+// run does j on an idle worker, or on a new goroutine.
+func (w *idleWorkers[T]) run(j T) {
+	select {
+	case w.idle <- j:
+	default:
+		go w.do(j)
+	}
+}
+
+// countWorkersIdle is how many goroutines wait for countWith's request
+// counts: about the requests one node has in flight at once under load.
 const countWorkersIdle = 64
 
 // countJob is one request count: its call in, its decision out, done
@@ -33,38 +58,19 @@ type countJob struct {
 
 var countJobs = sync.Pool{New: func() any { return &countJob{done: make(chan struct{}, 1)} }}
 
-func newCountWorkers(s *Server) *countWorkers {
-	w := &countWorkers{s: s, idle: make(chan *countJob), stop: make(chan struct{})}
-	for range countWorkersIdle {
-		go func() {
-			for {
-				select {
-				case j := <-w.idle:
-					w.count(j)
-				case <-w.stop:
-					return
-				}
-			}
-		}()
-	}
-	return w
-}
-
-// start counts cl's request on an idle worker, or on a new goroutine; the
-// job's done receives once its decision is set (wait).
-func (w *countWorkers) start(cl *call) *countJob {
+// startCount counts cl's request on an idle count worker (countWith: a
+// goroutine per page grew its stack through rueidis's call chain, about
+// 4 % of the edge's CPU under bench scenario A); the job's wait returns
+// the decision.
+func (s *Server) startCount(cl *call) *countJob {
 	j := countJobs.Get().(*countJob)
 	j.cl = cl
-	select {
-	case w.idle <- j:
-	default:
-		go w.count(j)
-	}
+	s.counts.run(j)
 	return j
 }
 
-func (w *countWorkers) count(j *countJob) {
-	j.d, j.err = w.s.allowRequest(true, j.cl)
+func (s *Server) count(j *countJob) {
+	j.d, j.err = s.allowRequest(true, j.cl)
 	j.done <- struct{}{}
 }
 

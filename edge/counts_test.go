@@ -38,7 +38,7 @@ func TestCountWorkersNeverWait(t *testing.T) {
 	go func() {
 		defer close(started)
 		for i := range jobs {
-			jobs[i] = s.counts.start(&call{ctx: context.Background(), client: strconv.Itoa(i)})
+			jobs[i] = s.startCount(&call{ctx: context.Background(), client: strconv.Itoa(i)})
 		}
 	}()
 	timeout := time.After(5 * time.Second)

@@ -172,7 +172,7 @@ var togetherRoutes = map[string]bool{"GET /messages": true, "GET /messages/{id}"
 // of it is sent); a count that cannot reach Redis lets the read through,
 // as allowRequest does.
 func (s *Server) countWith(ctx *fasthttp.RequestCtx, cl *call, h handlerFunc) error {
-	counting := s.counts.start(cl)
+	counting := s.startCount(cl)
 	err := h(ctx, cl)
 	d, cerr := counting.wait()
 	switch {

@@ -139,9 +139,9 @@ type Server struct {
 	access   *accessLog
 
 	hub         *hub
-	beats       *beats // the event streams' heartbeat wheel
-	workers     *streamWorkers
-	counts      *countWorkers // countWith's request counts
+	beats       *beats                   // the event streams' heartbeat wheel
+	workers     *idleWorkers[*sseStream] // serve streams
+	counts      *idleWorkers[*countJob]  // countWith's request counts
 	liveMu      sync.Mutex
 	live        map[*sseStream]struct{} // open event streams, for Shutdown
 	streams     atomic.Int64            // open event streams, for MaxStreams
@@ -162,8 +162,8 @@ func New(store Mailboxes, limiter Limiter, cfg Config, log *slog.Logger, metrics
 	s := &Server{store: store, limiter: limiter, cfg: cfg.withDefaults(), log: log, metrics: metrics,
 		hub: newHub(store), stopStreams: make(chan struct{}), hint: newRateHint(), live: map[*sseStream]struct{}{}}
 	s.beats = newBeats(s, s.cfg.Heartbeat)
-	s.workers = newStreamWorkers(s)
-	s.counts = newCountWorkers(s)
+	s.workers = newIdleWorkers(streamWorkersIdle, s.serve)
+	s.counts = newIdleWorkers(countWorkersIdle, s.count)
 	if s.metrics == nil {
 		s.metrics = NewMetrics(nil)
 	}

@@ -261,45 +261,11 @@ func (st *sseStream) startLocked() {
 	}
 }
 
-// streamWorkers serve streams on a few goroutines that wait for work
-// between signals, so that a stream's heartbeat (its catch-up and its
-// ping, once every 20 s for each of 10,000 streams) does not start a
-// goroutine and grow its stack each time. A stream never waits for one:
-// when none is idle, it gets a goroutine of its own, as before.
-type streamWorkers struct {
-	s    *Server
-	idle chan *sseStream
-	stop chan struct{} // closed by Shutdown: the idle workers end
-}
-
-// streamWorkersIdle is how many goroutines wait for streams to serve.
+// streamWorkersIdle is how many goroutines wait for streams to serve:
+// a stream's heartbeat (its catch-up and its ping, once every 20 s for
+// each of 10,000 streams) does not start a goroutine and grow its stack
+// each time (idleWorkers).
 const streamWorkersIdle = 16
-
-func newStreamWorkers(s *Server) *streamWorkers {
-	w := &streamWorkers{s: s, idle: make(chan *sseStream), stop: make(chan struct{})}
-	for range streamWorkersIdle {
-		go func() {
-			for {
-				select {
-				case st := <-w.idle:
-					s.serve(st)
-				case <-w.stop:
-					return
-				}
-			}
-		}()
-	}
-	return w
-}
-
-// run serves st on an idle worker, or on a new goroutine.
-func (w *streamWorkers) run(st *sseStream) {
-	select {
-	case w.idle <- st:
-	default:
-		go w.s.serve(st)
-	}
-}
 
 // gone ends the stream of a client that went away: nothing more is written.
 func (st *sseStream) gone() { st.halt(endGone) }

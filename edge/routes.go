@@ -172,15 +172,9 @@ var togetherRoutes = map[string]bool{"GET /messages": true, "GET /messages/{id}"
 // of it is sent); a count that cannot reach Redis lets the read through,
 // as allowRequest does.
 func (s *Server) countWith(ctx *fasthttp.RequestCtx, cl *call, h handlerFunc) error {
-	var d ratelimit.Decision
-	var cerr error
-	counted := make(chan struct{})
-	go func() {
-		defer close(counted)
-		d, cerr = s.allowRequest(true, cl)
-	}()
+	counting := s.startCount(cl)
 	err := h(ctx, cl)
-	<-counted
+	d, cerr := counting.wait()
 	switch {
 	case cerr != nil:
 		err = cerr

@@ -139,8 +139,9 @@ type Server struct {
 	access   *accessLog
 
 	hub         *hub
-	beats       *beats // the event streams' heartbeat wheel
-	workers     *streamWorkers
+	beats       *beats                   // the event streams' heartbeat wheel
+	workers     *idleWorkers[*sseStream] // serve streams
+	counts      *idleWorkers[*countJob]  // countWith's request counts
 	liveMu      sync.Mutex
 	live        map[*sseStream]struct{} // open event streams, for Shutdown
 	streams     atomic.Int64            // open event streams, for MaxStreams
@@ -161,7 +162,8 @@ func New(store Mailboxes, limiter Limiter, cfg Config, log *slog.Logger, metrics
 	s := &Server{store: store, limiter: limiter, cfg: cfg.withDefaults(), log: log, metrics: metrics,
 		hub: newHub(store), stopStreams: make(chan struct{}), hint: newRateHint(), live: map[*sseStream]struct{}{}}
 	s.beats = newBeats(s, s.cfg.Heartbeat)
-	s.workers = newStreamWorkers(s)
+	s.workers = newIdleWorkers(streamWorkersIdle, s.serve)
+	s.counts = newIdleWorkers(countWorkersIdle, s.count)
 	if s.metrics == nil {
 		s.metrics = NewMetrics(nil)
 	}
@@ -216,7 +218,7 @@ func (s *Server) Drain() { s.draining.Store(true) }
 // MAYFLY_DRAIN_DELAY): by now the load balancer sends new connections to
 // other nodes, so a stream's client that reconnects lands on one of them.
 func (s *Server) Shutdown(ctx context.Context) error {
-	s.stopOnce.Do(func() { close(s.stopStreams); close(s.workers.stop) })
+	s.stopOnce.Do(func() { close(s.stopStreams); close(s.workers.stop); close(s.counts.stop) })
 	s.stopAllStreams()
 	defer s.beats.close()
 	err := s.http.ShutdownWithContext(ctx)

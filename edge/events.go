@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/google/uuid"
@@ -719,7 +720,7 @@ type sseWriter struct {
 }
 
 func newSSEWriter(conn net.Conn, timeout time.Duration) *sseWriter {
-	out := &deadlineConn{conn: conn, timeout: timeout}
+	out := &deadlineConn{conn: conn, raw: socketOf(conn), timeout: timeout}
 	return &sseWriter{out: out}
 }
 
@@ -812,17 +813,24 @@ func (w *sseWriter) end() {
 // (deadlineConn.interrupt).
 var errStreamInterrupted = errors.New("edge: event stream write interrupted: the stream ends")
 
-// deadlineConn is a stream's connection as its buffer writes to it. Every
-// write gets a deadline of its own, the write timeout from its start: a
-// deadline set once, at a flush, has passed for a write that a long event
-// or a catch-up makes more than the write timeout later (the buffer holds
-// 1 KiB, and a longer event is written through at once), and that write
-// failed at once (issue 34). A write that the client does not take within
-// the timeout fails: the client stopped reading.
+// deadlineConn is a stream's connection as its buffer writes to it. A
+// write the socket's send buffer takes whole at once (a heartbeat, an
+// event, nearly every write of a client that reads) goes straight to the
+// socket, without waiting and so without a deadline (writeNow): a deadline
+// arms a runtime timer that, left armed, fires once the write is long done,
+// a wake-up per heartbeat of every idle stream (issue 39). What the buffer
+// does not take is written with a deadline of its own, the write timeout
+// from its start, which is cleared when the write returns: a deadline set
+// once, at a flush, has passed for a write that a long event or a catch-up
+// makes more than the write timeout later (the buffer holds 1 KiB, and a
+// longer event is written through at once), and that write failed at once
+// (issue 34). A write that the client does not take within the timeout
+// fails: the client stopped reading.
 type deadlineConn struct {
 	conn    net.Conn
+	raw     syscall.RawConn // conn's socket for writeNow; nil: every write has a deadline
 	timeout time.Duration
-	mu      sync.Mutex // orders interrupt with a write's setting its deadline
+	mu      sync.Mutex // orders interrupt with a write's start and its deadline
 	stopped bool       // interrupted: writes fail until resume
 	endBy   time.Time  // no write's deadline is later (zero: none)
 }
@@ -833,6 +841,15 @@ func (c *deadlineConn) Write(p []byte) (int, error) {
 		c.mu.Unlock()
 		return 0, errStreamInterrupted
 	}
+	n := 0
+	if c.raw != nil {
+		// Under mu: once interrupt has returned no write is under way
+		// here, and none starts.
+		if n = writeNow(c.raw, p); n == len(p) {
+			c.mu.Unlock()
+			return n, nil
+		}
+	}
 	deadline := time.Now().Add(c.timeout)
 	if !c.endBy.IsZero() && c.endBy.Before(deadline) {
 		deadline = c.endBy
@@ -840,16 +857,21 @@ func (c *deadlineConn) Write(p []byte) (int, error) {
 	err := c.conn.SetWriteDeadline(deadline)
 	c.mu.Unlock()
 	if err != nil {
-		return 0, err
+		return n, err
 	}
-	n, err := c.conn.Write(p)
-	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
-		c.mu.Lock()
-		if c.stopped {
+	m, err := c.conn.Write(p[n:])
+	n += m
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopped {
+		if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
 			err = errStreamInterrupted
 		}
-		c.mu.Unlock()
+		return n, err
 	}
+	// No deadline stays behind to fire later, or to fail the next
+	// writeNow once it has passed.
+	_ = c.conn.SetWriteDeadline(time.Time{})
 	return n, err
 }
 

@@ -190,8 +190,10 @@ type sseStream struct {
 	expires time.Time
 	replay  []storage.Summary // sent at the start, then dropped
 	expiry  *time.Timer       // posts timerExpiry
-	probe   *time.Timer       // posts timerProbe (nil: watchPeer watches)
-	unwatch func()
+	// expiryAt is what expiry is set for (zero: it fired): see armExpiry.
+	expiryAt time.Time
+	probe    *time.Timer // posts timerProbe (nil: watchPeer watches)
+	unwatch  func()
 	// slot and pos place the stream on the heartbeat wheel (beats.mu).
 	slot, pos int
 
@@ -416,6 +418,7 @@ func (s *Server) startStream(ctx context.Context, st *sseStream) bool {
 		st.probe = time.AfterFunc(streamProbe, func() { st.post(&signal{timer: timerProbe}, true) })
 	}
 	st.expiry = time.AfterFunc(time.Until(st.expires), func() { st.post(&signal{timer: timerExpiry}, false) })
+	st.expiryAt = st.expires
 	s.hub.join(st.session.Tag, st)
 	select {
 	case <-s.stopStreams:
@@ -443,8 +446,18 @@ func (s *Server) startStream(ctx context.Context, st *sseStream) bool {
 	// Heartbeats come from the node's wheel (beats.go), spread over the
 	// period, each with its catch-up read.
 	s.beats.join(st)
-	st.expiry.Reset(time.Until(st.expires))
+	st.armExpiry()
 	return true
+}
+
+// armExpiry sets the expiry timer for st.expires unless it is set for it
+// already: a heartbeat's read nearly always finds the deadline unchanged,
+// and a Reset per heartbeat moved a timer of every idle stream.
+func (st *sseStream) armExpiry() {
+	if !st.expires.Equal(st.expiryAt) {
+		st.expiryAt = st.expires
+		st.expiry.Reset(time.Until(st.expires))
+	}
 }
 
 // finish ends the stream for st.why: what it writes last, then everything
@@ -558,11 +571,12 @@ func (s *Server) handleSignal(ctx context.Context, st *sseStream, sig *signal) b
 	case sig.timer == timerExpiry:
 		// Expiry without a missed extension ends the stream; the catch-up
 		// learns which it is and moves the deadline.
+		st.expiryAt = time.Time{} // it fired: set it again whatever the read finds
 		w.during = "catch-up"
 		if !s.catchUpNow(ctx, w, st) {
 			return false
 		}
-		st.expiry.Reset(time.Until(st.expires))
+		st.armExpiry()
 		return true
 	case sig.beat != nil:
 		// Each heartbeat also sends what the mailbox stored since the last
@@ -585,14 +599,14 @@ func (s *Server) handleSignal(ctx context.Context, st *sseStream, sig *signal) b
 		if w.flush() != nil {
 			return false
 		}
-		st.expiry.Reset(time.Until(st.expires))
+		st.armExpiry()
 		return true
 	case sig.resync:
 		w.during = "catch-up"
 		if !s.catchUpNow(ctx, w, st) {
 			return false
 		}
-		st.expiry.Reset(time.Until(st.expires))
+		st.armExpiry()
 		return true
 	}
 	if end, replaced := st.ends(sig); end {
@@ -616,7 +630,7 @@ func (s *Server) handleSignal(ctx context.Context, st *sseStream, sig *signal) b
 		}
 	case storage.EventExtended:
 		st.expires = ev.ExpiresAt
-		st.expiry.Reset(time.Until(st.expires))
+		st.armExpiry()
 	}
 	return true
 }

@@ -9,10 +9,16 @@ import (
 )
 
 // beatSlotEvery is the finest spacing of a node's heartbeat slots: a 20 s
-// heartbeat has 400 slots, 50 ms apart.
+// heartbeat has 100 slots, 200 ms apart. A tick costs the node far more
+// than the streams it serves make it: the wheel, a beat worker, the
+// batch's round trip through each Redis node and the stream workers each
+// wake a thread, and after a burst of writes (syscalls it retakes a P
+// from) the runtime's sysmon wakes every 20 µs for at least 1 ms. Ticks
+// 50 ms apart (25 streams a tick at 10,000) were most of an idle node's
+// CPU (issue 39, bench/HISTORY.md "Round seven").
 const (
-	beatSlotEvery = 50 * time.Millisecond
-	beatMaxSlots  = 400
+	beatSlotEvery = 200 * time.Millisecond
+	beatMaxSlots  = 100
 )
 
 // beats is a node's heartbeat wheel: one goroutine and one ticker for all

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/google/uuid"
@@ -189,8 +190,10 @@ type sseStream struct {
 	expires time.Time
 	replay  []storage.Summary // sent at the start, then dropped
 	expiry  *time.Timer       // posts timerExpiry
-	probe   *time.Timer       // posts timerProbe (nil: watchPeer watches)
-	unwatch func()
+	// expiryAt is what expiry is set for (zero: it fired): see armExpiry.
+	expiryAt time.Time
+	probe    *time.Timer // posts timerProbe (nil: watchPeer watches)
+	unwatch  func()
 	// slot and pos place the stream on the heartbeat wheel (beats.mu).
 	slot, pos int
 
@@ -415,6 +418,7 @@ func (s *Server) startStream(ctx context.Context, st *sseStream) bool {
 		st.probe = time.AfterFunc(streamProbe, func() { st.post(&signal{timer: timerProbe}, true) })
 	}
 	st.expiry = time.AfterFunc(time.Until(st.expires), func() { st.post(&signal{timer: timerExpiry}, false) })
+	st.expiryAt = st.expires
 	s.hub.join(st.session.Tag, st)
 	select {
 	case <-s.stopStreams:
@@ -442,8 +446,18 @@ func (s *Server) startStream(ctx context.Context, st *sseStream) bool {
 	// Heartbeats come from the node's wheel (beats.go), spread over the
 	// period, each with its catch-up read.
 	s.beats.join(st)
-	st.expiry.Reset(time.Until(st.expires))
+	st.armExpiry()
 	return true
+}
+
+// armExpiry sets the expiry timer for st.expires unless it is set for it
+// already: a heartbeat's read nearly always finds the deadline unchanged,
+// and a Reset per heartbeat moved a timer of every idle stream.
+func (st *sseStream) armExpiry() {
+	if !st.expires.Equal(st.expiryAt) {
+		st.expiryAt = st.expires
+		st.expiry.Reset(time.Until(st.expires))
+	}
 }
 
 // finish ends the stream for st.why: what it writes last, then everything
@@ -557,11 +571,12 @@ func (s *Server) handleSignal(ctx context.Context, st *sseStream, sig *signal) b
 	case sig.timer == timerExpiry:
 		// Expiry without a missed extension ends the stream; the catch-up
 		// learns which it is and moves the deadline.
+		st.expiryAt = time.Time{} // it fired: set it again whatever the read finds
 		w.during = "catch-up"
 		if !s.catchUpNow(ctx, w, st) {
 			return false
 		}
-		st.expiry.Reset(time.Until(st.expires))
+		st.armExpiry()
 		return true
 	case sig.beat != nil:
 		// Each heartbeat also sends what the mailbox stored since the last
@@ -584,14 +599,14 @@ func (s *Server) handleSignal(ctx context.Context, st *sseStream, sig *signal) b
 		if w.flush() != nil {
 			return false
 		}
-		st.expiry.Reset(time.Until(st.expires))
+		st.armExpiry()
 		return true
 	case sig.resync:
 		w.during = "catch-up"
 		if !s.catchUpNow(ctx, w, st) {
 			return false
 		}
-		st.expiry.Reset(time.Until(st.expires))
+		st.armExpiry()
 		return true
 	}
 	if end, replaced := st.ends(sig); end {
@@ -615,7 +630,7 @@ func (s *Server) handleSignal(ctx context.Context, st *sseStream, sig *signal) b
 		}
 	case storage.EventExtended:
 		st.expires = ev.ExpiresAt
-		st.expiry.Reset(time.Until(st.expires))
+		st.armExpiry()
 	}
 	return true
 }
@@ -719,7 +734,7 @@ type sseWriter struct {
 }
 
 func newSSEWriter(conn net.Conn, timeout time.Duration) *sseWriter {
-	out := &deadlineConn{conn: conn, timeout: timeout}
+	out := &deadlineConn{conn: conn, raw: socketOf(conn), timeout: timeout}
 	return &sseWriter{out: out}
 }
 
@@ -812,17 +827,24 @@ func (w *sseWriter) end() {
 // (deadlineConn.interrupt).
 var errStreamInterrupted = errors.New("edge: event stream write interrupted: the stream ends")
 
-// deadlineConn is a stream's connection as its buffer writes to it. Every
-// write gets a deadline of its own, the write timeout from its start: a
-// deadline set once, at a flush, has passed for a write that a long event
-// or a catch-up makes more than the write timeout later (the buffer holds
-// 1 KiB, and a longer event is written through at once), and that write
-// failed at once (issue 34). A write that the client does not take within
-// the timeout fails: the client stopped reading.
+// deadlineConn is a stream's connection as its buffer writes to it. A
+// write the socket's send buffer takes whole at once (a heartbeat, an
+// event, nearly every write of a client that reads) goes straight to the
+// socket, without waiting and so without a deadline (writeNow): a deadline
+// arms a runtime timer that, left armed, fires once the write is long done,
+// a wake-up per heartbeat of every idle stream (issue 39). What the buffer
+// does not take is written with a deadline of its own, the write timeout
+// from its start, which is cleared when the write returns: a deadline set
+// once, at a flush, has passed for a write that a long event or a catch-up
+// makes more than the write timeout later (the buffer holds 1 KiB, and a
+// longer event is written through at once), and that write failed at once
+// (issue 34). A write that the client does not take within the timeout
+// fails: the client stopped reading.
 type deadlineConn struct {
 	conn    net.Conn
+	raw     syscall.RawConn // conn's socket for writeNow; nil: every write has a deadline
 	timeout time.Duration
-	mu      sync.Mutex // orders interrupt with a write's setting its deadline
+	mu      sync.Mutex // orders interrupt with a write's start and its deadline
 	stopped bool       // interrupted: writes fail until resume
 	endBy   time.Time  // no write's deadline is later (zero: none)
 }
@@ -833,6 +855,15 @@ func (c *deadlineConn) Write(p []byte) (int, error) {
 		c.mu.Unlock()
 		return 0, errStreamInterrupted
 	}
+	n := 0
+	if c.raw != nil {
+		// Under mu: once interrupt has returned no write is under way
+		// here, and none starts.
+		if n = writeNow(c.raw, p); n == len(p) {
+			c.mu.Unlock()
+			return n, nil
+		}
+	}
 	deadline := time.Now().Add(c.timeout)
 	if !c.endBy.IsZero() && c.endBy.Before(deadline) {
 		deadline = c.endBy
@@ -840,16 +871,21 @@ func (c *deadlineConn) Write(p []byte) (int, error) {
 	err := c.conn.SetWriteDeadline(deadline)
 	c.mu.Unlock()
 	if err != nil {
-		return 0, err
+		return n, err
 	}
-	n, err := c.conn.Write(p)
-	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
-		c.mu.Lock()
-		if c.stopped {
+	m, err := c.conn.Write(p[n:])
+	n += m
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.stopped {
+		if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
 			err = errStreamInterrupted
 		}
-		c.mu.Unlock()
+		return n, err
 	}
+	// No deadline stays behind to fire later, or to fail the next
+	// writeNow once it has passed.
+	_ = c.conn.SetWriteDeadline(time.Time{})
 	return n, err
 }
 

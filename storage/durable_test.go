@@ -35,7 +35,10 @@ func openOn(ctx context.Context, t *testing.T, store *storage.Store) (storage.Ma
 func onReplicas(t *testing.T, prefix string) (context.Context, *storage.Store, storage.Mailbox, storage.Credential) {
 	t.Helper()
 	cluster := storagetest.StartCluster(t, 3, 1)
-	store := storage.New(cluster.Client(), storage.Config{KeyPrefix: prefix})
+	// These tests count batches and acknowledgements, not the timeout: a
+	// replica of a cluster just started, beside the rest of make test, once
+	// took longer than the default 200 ms to acknowledge the first write.
+	store := storage.New(cluster.Client(), storage.Config{KeyPrefix: prefix, ReplicaTimeout: 5 * time.Second})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
 	m, sess := openOn(ctx, t, store)

@@ -489,7 +489,7 @@ def test_extend_returns_mailbox(inbox):
     assert inbox.mailbox == mb
 
 
-def test_events_timeout(stack, inbox):
+def test_events_timeout(stack, inbox, monkeypatch):
     # scenario: events-timeout
     got = []
     t0 = time.monotonic()
@@ -499,11 +499,26 @@ def test_events_timeout(stack, inbox):
     elapsed = time.monotonic() - t0
     assert got == [] and 2.0 <= elapsed < 3.5, elapsed
     # An event before the deadline is yielded, then the deadline ends it
-    # with the same error.
-    threading.Timer(0.5, lambda: stack.send(inbox.address, "evented", "hi\n")).start()
+    # with the same error. The mail is sent once events() has started, when
+    # it opens the stream (after its first list): a fixed delay races that
+    # first list on a loaded machine, and mail from before it is not yielded.
+    import mayfly._events as events_mod
+
+    opened = threading.Event()
+    real_open = events_mod.open_stream
+
+    def open_and_send(core, ctx):
+        out = real_open(core, ctx)
+        if not opened.is_set():
+            opened.set()
+            stack.send(inbox.address, "evented", "hi\n")
+        return out
+
+    monkeypatch.setattr(events_mod, "open_stream", open_and_send)
     with pytest.raises(WaitTimeoutError):
         for ev in inbox.events(timeout=4):
             got.append(ev)
+    assert opened.is_set()
     assert [e.message.subject for e in got] == ["evented"]
 
 
@@ -814,7 +829,7 @@ def test_wait_unreachable(make_stack):
 # Issue 37: tagged addresses, recipients and the shared inbox.
 
 
-def test_recipient_scoped_wait(stack, inbox):
+def test_recipient_scoped_wait(stack, inbox, monkeypatch):
     # scenario: recipient-scoped-wait
     a, b = inbox.recipient("a"), inbox.recipient("b")
     assert inbox.address_for("a") == a.address and a.tag == "a" and a.inbox is inbox
@@ -830,11 +845,23 @@ def test_recipient_scoped_wait(stack, inbox):
     t0 = time.monotonic()
     a.expect_no_message(2)
     assert time.monotonic() - t0 >= 2.0
-    # Events scoped to B yield B's mail only.
-    def later():
-        stack.send(a.address, "Event A", "for a")
-        stack.send(b.address, "Event B", "for b")
-    threading.Timer(2.0, later).start()
+    # Events scoped to B yield B's mail only. The mail is sent when events()
+    # opens its stream (after its first list, which marks its start): a
+    # fixed delay races that list on a loaded machine.
+    import mayfly._events as events_mod
+
+    real_open = events_mod.open_stream
+    sent = threading.Event()
+
+    def open_and_send(core, ctx):
+        out = real_open(core, ctx)
+        if not sent.is_set():
+            sent.set()
+            stack.send(a.address, "Event A", "for a")
+            stack.send(b.address, "Event B", "for b")
+        return out
+
+    monkeypatch.setattr(events_mod, "open_stream", open_and_send)
     events = b.events(timeout=15)
     ev = next(events)
     events.close()

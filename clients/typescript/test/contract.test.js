@@ -141,14 +141,25 @@ describe('contract scenarios', () => {
   });
 
   test('events-timeout: events({timeout}) ends with WaitTimeoutError at its timeout', async () => {
-    const inbox = await mayfly.createInbox({ lifetimeMinutes: 2 });
+    // The mail is sent once events() has started, i.e. when it opens the
+    // stream (after its first list): mail from before that is not yielded,
+    // and a fixed delay races that first list on a loaded machine.
+    let sent;
+    const fetchSpy = (url, init) => {
+      if (sent === undefined && String(url).endsWith('/events')) {
+        sent = sendMail(stack.smtp, { to: inbox.address, subject: 'during', text: 'x' });
+      }
+      return fetch(url, init);
+    };
+    const spied = new Mayfly({ baseUrl: stack.baseUrl, logger: () => {}, fetch: fetchSpy });
+    const inbox = await spied.createInbox({ lifetimeMinutes: 2 });
     const got = [];
     const t0 = Date.now();
-    setTimeout(() => sendMail(stack.smtp, { to: inbox.address, subject: 'during', text: 'x' }), 500);
-    await assert.rejects((async () => { for await (const ev of inbox.events({ timeout: 2500 })) got.push(ev.message.subject); })(),
-      (err) => err instanceof WaitTimeoutError && /timeout of 2500 ms passed; 1 message yielded/.test(err.message));
+    await assert.rejects((async () => { for await (const ev of inbox.events({ timeout: 4000 })) got.push(ev.message.subject); })(),
+      (err) => err instanceof WaitTimeoutError && /timeout of 4000 ms passed; 1 message yielded/.test(err.message));
     const took = Date.now() - t0;
-    assert.ok(took >= 2500 && took < 4500, `took ${took} ms`);
+    assert.ok(took >= 4000 && took < 6000, `took ${took} ms`);
+    await sent;
     assert.deepEqual(got, ['during']);
     await inbox.delete();
   });
@@ -373,7 +384,19 @@ describe('contract scenarios', () => {
   });
 
   test('recipient-scoped-wait: a wait scoped to A never returns B\'s mail; expectNoMessage and events scoped likewise', { timeout: 60_000 }, async () => {
-    const inbox = await mayfly.createInbox({ lifetimeMinutes: 5 });
+    // streamOpened() resolves at the next GET /events: the events() below
+    // has started then (its first list is answered), so mail sent from
+    // there on is yielded; a fixed delay races that list on a loaded machine.
+    let onStream;
+    const streamOpened = () => new Promise((resolve) => { onStream = resolve; });
+    const fetchSpy = (url, init) => {
+      if (onStream !== undefined && String(url).endsWith('/events')) {
+        onStream();
+        onStream = undefined;
+      }
+      return fetch(url, init);
+    };
+    const inbox = await new Mayfly({ baseUrl: stack.baseUrl, logger: () => {}, fetch: fetchSpy }).createInbox({ lifetimeMinutes: 5 });
     const a = inbox.recipient('alpha');
     const b = inbox.recipient('beta.2_x-y');
     assert.equal(inbox.addressFor('alpha'), a.address);
@@ -397,9 +420,10 @@ describe('contract scenarios', () => {
     await sendMail(stack.smtp, { to: b.address, subject: 'Your code', text: 'Your code is 444444.' });
     await quiet;
     // Events scoped to B: mail to A then to B; only B's is yielded.
+    const opened = streamOpened();
     const events = b.events({ timeout: 20_000 });
     const next = events.next();
-    await sleep(1000);
+    await opened;
     await sendMail(stack.smtp, { to: a.address, subject: 'Your code', text: 'Your code is 555555.' });
     await sendMail(stack.smtp, { to: b.address, subject: 'Your code', text: 'Your code is 666666.' });
     const ev = await next;

@@ -113,6 +113,9 @@ func exampleStack() (stop func(), err error) {
 		"MAYFLY_HTTP_ADDR="+ports[0], "MAYFLY_SMTP_ADDR="+ports[1], "MAYFLY_ADMIN_ADDR="+ports[2],
 		"MAYFLY_COOKIE_SECURE=false", "MAYFLY_DOMAINS=mayfly.test", "MAYFLY_LOG_LEVEL=warn",
 		"MAYFLY_RATE_CREATE_PER_MINUTE=1000", "MAYFLY_RATE_ACTIVE_PER_IP=1000", "MAYFLY_SHUTDOWN_TIMEOUT=2s",
+		// Examples that send mail while Events follows count on its first
+		// list being answered at once, not after a request-rate 429.
+		"MAYFLY_RATE_REQUESTS_PER_SECOND=1000",
 		"MAYFLY_DRAIN_DELAY=0s") // no load balancer to drain from: stop at once
 	var logs strings.Builder
 	cmd.Stdout, cmd.Stderr = &logs, &logs

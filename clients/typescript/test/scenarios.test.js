@@ -29,6 +29,13 @@ function countingFetch() {
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+/** Waits until cond() holds, checking every 20 ms; fails after ms. */
+async function eventually(cond, ms, what) {
+  for (const end = Date.now() + ms; !cond(); await sleep(20)) {
+    if (Date.now() > end) assert.fail(`not within ${ms} ms: ${what}`);
+  }
+}
+
 /**
  * Sleeps until 20 ms into the next whole second. The stack's request rate
  * (8 a second per IP) counts whole seconds of its clock, this machine's: a
@@ -213,8 +220,9 @@ describe('scenarios', { skip }, () => {
     const inbox = await client.createInbox({ lifetimeMinutes: 2 });
     const waiting = inbox.waitForMessage({ subject: /beside/, timeout: 20_000 });
     waiting.catch(() => {}); // awaited below; no unhandled rejection if an assertion fails first
-    await sleep(700); // its stream is open
-    assert.equal(streams, 1);
+    // Its stream opens after its first list, which a request-rate 429 left
+    // by the test before can hold back past any fixed delay.
+    await eventually(() => streams === 1, 10_000, 'the wait opened its stream');
     // Another program, with a copy of the jar, follows the same inbox.
     const other = new AbortController();
     const raw = await rawFetch(stack.baseUrl + '/events', { headers: { cookie, accept: 'text/event-stream' }, signal: other.signal });
@@ -276,7 +284,19 @@ describe('scenarios', { skip }, () => {
   });
 
   test('events() yields new messages in order; deleting the inbox ends it with InboxGoneError', async () => {
-    const inbox = await mayfly.createInbox({ lifetimeMinutes: 5 });
+    // events() yields what arrives after its first list, which a
+    // request-rate 429 can hold back past any fixed delay: the mail goes
+    // out once it opens the stream, after that list.
+    let opened = 0;
+    const client = new Mayfly({
+      baseUrl: stack.baseUrl,
+      fetch: async (url, init) => {
+        const res = await fetch(url, init);
+        if (new URL(url).pathname.endsWith('/events') && res.status === 200) opened++;
+        return res;
+      },
+    });
+    const inbox = await client.createInbox({ lifetimeMinutes: 5 });
     const ctl = new AbortController();
     const got = [];
     const done = (async () => {
@@ -285,7 +305,7 @@ describe('scenarios', { skip }, () => {
         if (got.length === 2) break;
       }
     })();
-    await sleep(500);
+    await eventually(() => opened === 1, 10_000, 'events() opened its stream');
     await sendMail(stack.smtp, { to: inbox.address, subject: 'one', text: 'x' });
     await sendMail(stack.smtp, { to: inbox.address, subject: 'two', text: 'y' });
     await done;

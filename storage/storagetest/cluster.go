@@ -81,8 +81,45 @@ func StartCluster(t testing.TB, masters, replicas int) *Cluster {
 			out, err := c.cli(a, "CLUSTER", "NODES")
 			return err == nil && rolesKnown(out, masters*replicas)
 		})
+		c.warmReplication(replicas)
 	}
 	return c
+}
+
+// warmReplication makes one write on every primary and waits, up to 30 s,
+// until all its replicas acknowledge it. The first write a primary of a
+// cluster just formed replicates has missed a test's 200–300 ms replica
+// timeout under make test's load, where the writes after it did not: tests
+// that time the WAIT start after that first one. The key expires in 5 s.
+func (c *Cluster) warmReplication(replicas int) {
+	c.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for a := range c.nodes {
+		if out, err := c.cli(a, "INFO", "replication"); err != nil || !strings.Contains(out, "role:master") {
+			continue
+		}
+		key := ""
+		for i := 0; key == ""; i++ {
+			k := fmt.Sprintf("storagetest:warm:%d", i)
+			if c.PrimaryFor(k) == a {
+				key = k
+			}
+		}
+		for {
+			host, port, _ := net.SplitHostPort(a)
+			cmd := exec.Command("redis-cli", "-h", host, "-p", port)
+			cmd.Stdin = strings.NewReader(fmt.Sprintf("SET %s 1 PX 5000\nWAIT %d 10000\n", key, replicas))
+			out, err := cmd.Output()
+			lines := strings.Fields(string(out))
+			if err == nil && len(lines) == 2 && lines[0] == "OK" && lines[1] == strconv.Itoa(replicas) {
+				break
+			}
+			if time.Now().After(deadline) {
+				c.t.Fatalf("primary %s: a write was not acknowledged by its %d replicas within 30 s: %v %q", a, replicas, err, out)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
 }
 
 // waitEveryNode waits until ok holds for every live node, or fails the test

@@ -31,18 +31,18 @@ func openOn(ctx context.Context, t *testing.T, store *storage.Store) (storage.Ma
 }
 
 // onReplicas opens a mailbox on a store with prefix on a new cluster of 3
-// primaries with a replica each.
-func onReplicas(t *testing.T, prefix string) (context.Context, *storage.Store, storage.Mailbox, storage.Credential) {
+// primaries with a replica each. Its tests count batches, acknowledgements
+// and publications, not the timeout: 5 s keeps a replica slowed by the rest
+// of make test from failing them (StartCluster saw every primary's first
+// write acknowledged already; the tests that time the WAIT set their own).
+func onReplicas(t *testing.T, prefix string) (*storagetest.Cluster, context.Context, *storage.Store, storage.Mailbox, storage.Credential) {
 	t.Helper()
 	cluster := storagetest.StartCluster(t, 3, 1)
-	// These tests count batches and acknowledgements, not the timeout: a
-	// replica of a cluster just started, beside the rest of make test, once
-	// took longer than the default 200 ms to acknowledge the first write.
 	store := storage.New(cluster.Client(), storage.Config{KeyPrefix: prefix, ReplicaTimeout: 5 * time.Second})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
 	m, sess := openOn(ctx, t, store)
-	return ctx, store, m, sess
+	return cluster, ctx, store, m, sess
 }
 
 func keyedMessage(subject string) storage.NewMessage {
@@ -619,7 +619,7 @@ func TestGroupCommitMovedScriptAlone(t *testing.T) {
 // time on an idle node is a batch of its own, sent at once.
 func TestGroupCommitBatchesWhileBusy(t *testing.T) {
 	t.Parallel()
-	ctx, store, m, sess := onReplicas(t, "group")
+	_, ctx, store, m, sess := onReplicas(t, "group")
 
 	before := store.WriteStats()
 	for i := range 5 {
@@ -669,7 +669,7 @@ func TestGroupCommitBatchesWhileBusy(t *testing.T) {
 // and is answered ErrUnavailable, never as done.
 func TestGroupCommitExpiredWrite(t *testing.T) {
 	t.Parallel()
-	ctx, store, m, sess := onReplicas(t, "expired")
+	_, ctx, store, m, sess := onReplicas(t, "expired")
 	gone, stop := context.WithCancel(ctx)
 	stop()
 	for i := range 20 {

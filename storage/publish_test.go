@@ -1,14 +1,12 @@
 package storage_test
 
 import (
-	"context"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mayfly/mayfly/storage"
-	"github.com/mayfly/mayfly/storage/storagetest"
 )
 
 // deliver.lua publishes a message event only while its primary has a
@@ -18,13 +16,7 @@ import (
 // subscribed, every delivery is published there and reaches it.
 func TestDeliverPublishesOnlyToASubscriber(t *testing.T) {
 	t.Parallel()
-	cluster := storagetest.StartCluster(t, 3, 1)
-	// Counts publications, not the timeout: a replica of a cluster just
-	// started beside the rest of make test may take over 200 ms to ack.
-	store := storage.New(cluster.Client(), storage.Config{KeyPrefix: "pub", ReplicaTimeout: 5 * time.Second})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	m, _ := openOn(ctx, t, store)
+	cluster, ctx, store, m, _ := onReplicas(t, "pub")
 	ch := store.Channel(m.Tag())
 	primary := cluster.PrimaryFor(ch)
 	replica := cluster.ReplicaOf(primary)

@@ -125,9 +125,10 @@ func newPolicy(remoteImages bool, maxDataImageBytes int) *bluemonday.Policy {
 }
 
 // dataImageAllowed reports whether a data: URL is a base64 PNG, GIF, JPEG or
-// WebP image of at most maxBytes bytes (the whole URI).
+// WebP image of at most maxBytes bytes (the whole URI), with no query or
+// fragment: not even an empty "?" (ForceQuery), which the URL keeps.
 func dataImageAllowed(u *url.URL, maxBytes int) bool {
-	if u.RawQuery != "" || u.Fragment != "" || len("data:")+len(u.Opaque) > maxBytes {
+	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || len("data:")+len(u.Opaque) > maxBytes {
 		return false
 	}
 	prefix := dataImage.FindString(u.Opaque)

@@ -14,6 +14,9 @@
 # full replaces its sections of bench/RESULTS.md (one per scenario); tiny (what CI runs: every scenario once, for a
 # second or two, at small sizes) writes its table to the log dir only.
 # BENCH_ONLY=A,D runs some scenarios (and writes no RESULTS.md).
+# BENCH_BIN: the mayfly binary to measure (default: build this checkout's),
+# e.g. a build of an older commit, for a before/after in one window; a run
+# with it writes no RESULTS.md either.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -31,7 +34,12 @@ bash "$repo/deploy/install-deps.sh"
 ms() { date +%s%3N; }
 t0=$(ms)
 cd "$repo"
-go build -o bin/mayfly ./cmd/mayfly
+bin=${BENCH_BIN:-}
+if [[ -z $bin ]]; then
+	go build -o bin/mayfly ./cmd/mayfly
+	bin=bin/mayfly
+fi
+[[ -x $bin ]] || die "BENCH_BIN=$bin: not an executable"
 (
 	cd bench
 	go build -o bin/ ./cmd/...
@@ -93,6 +101,6 @@ ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
 (($(ulimit -n) >= 12000)) || log "warning: ulimit -n is $(ulimit -n); scenario F needs about 10,100 descriptors"
 
 out=
-[[ $scale == full && -z ${BENCH_ONLY:-} && -z ${BENCH_RUNS:-} ]] && out=bench/RESULTS.md
-bench/bin/benchrun -redis "$addrs" ${raddrs:+-redis-replicated "$raddrs"} -mayfly bin/mayfly -tools bench/bin -scale "$scale" \
+[[ $scale == full && -z ${BENCH_ONLY:-} && -z ${BENCH_RUNS:-} && -z ${BENCH_BIN:-} ]] && out=bench/RESULTS.md
+bench/bin/benchrun -redis "$addrs" ${raddrs:+-redis-replicated "$raddrs"} -mayfly "$bin" -tools bench/bin -scale "$scale" \
 	-logs "$logs" -out "$out" ${BENCH_ONLY:+-only "$BENCH_ONLY"} ${BENCH_PROFILE:+-profile} ${BENCH_RUNS:+-runs "$BENCH_RUNS"}

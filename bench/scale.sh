@@ -16,6 +16,9 @@
 # SCALE_MEMORY_ONLY=1: the memory model only (a few minutes), to price a
 # change. SCALE_MEM_SAMPLE (default 10000) inboxes a step of the memory
 # model: fewer make its per-IP figure noisy (it is a difference of two).
+# SCALE_BIN: the mayfly binary to measure (default: build this checkout's),
+# e.g. a build of an older commit for a before/after; such a run writes to
+# the log dir only unless SCALE_OUT names a file.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -31,7 +34,7 @@ n=${SCALE_N:-1000000}
 smoke=${SCALE_SMOKE:-}
 [[ $n =~ ^[0-9]+$ ]] && ((n >= 2000)) || die "SCALE_N=$n: want a whole number of at least 2000"
 out=${SCALE_OUT-bench/RESULTS.md}
-[[ -z $smoke ]] || out=${SCALE_OUT:-}
+[[ -z $smoke && -z ${SCALE_BIN:-} ]] || out=${SCALE_OUT:-}
 
 # Memory: ~4.2 KB of used_memory per inbox with its message and IP share,
 # ~5.5 KB of RSS (make bench-scale, RESULTS.md), plus ~1.5 GiB for the
@@ -45,7 +48,12 @@ log "SCALE_N=$n: about $((need_kib / 1024)) MiB needed, $((avail_kib / 1024)) Mi
 
 bash "$repo/deploy/install-deps.sh"
 cd "$repo"
-go build -o bin/mayfly ./cmd/mayfly
+bin=${SCALE_BIN:-}
+if [[ -z $bin ]]; then
+	go build -o bin/mayfly ./cmd/mayfly
+	bin=bin/mayfly
+fi
+[[ -x $bin ]] || die "SCALE_BIN=$bin: not an executable"
 (cd bench && go build -o bin/scalerun ./cmd/scalerun)
 
 logs=$(mktemp -d "${TMPDIR:-/tmp}/mayfly-scale.XXXXXX")
@@ -84,10 +92,10 @@ export MAYFLY_RATE_GLOBAL_CREATE_PER_MINUTE=1000000 MAYFLY_ADMIN_PPROF=off
 # The nodes listen on ports the kernel picks (:0) and log them: ports
 # drawn first and bound later could be drawn twice, or taken meanwhile.
 MAYFLY_HTTP_ADDR=127.0.0.1:0 MAYFLY_ADMIN_ADDR=127.0.0.1:0 MAYFLY_LOG_LEVEL=info \
-	bin/mayfly edge 2>"$logs/edge.log" &
+	"$bin" edge 2>"$logs/edge.log" &
 pids+=($!)
 MAYFLY_SMTP_ADDR=127.0.0.1:0 MAYFLY_ADMIN_ADDR=127.0.0.1:0 MAYFLY_LOG_LEVEL=info \
-	bin/mayfly ingest 2>"$logs/ingest.log" &
+	"$bin" ingest 2>"$logs/ingest.log" &
 pids+=($!)
 # listening FILE KIND: the address of the node's "listening" line of KIND.
 listening() {
@@ -116,7 +124,7 @@ fi
 # whose speed varies, an estimate made early lets the first inboxes expire
 # before the fill ends.
 [[ -z ${SCALE_EXPIRE_AT:-} ]] || args+=(-expire-at "$SCALE_EXPIRE_AT")
-label="Commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!bench/RESULTS.md' || echo ' (with local changes)'), $(nproc) cores shared by everything (Redis, nodes, load tool), redis-server $(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p')."
+label="Commit $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!bench/RESULTS.md' || echo ' (with local changes)')${SCALE_BIN:+, measuring the binary $SCALE_BIN}, $(nproc) cores shared by everything (Redis, nodes, load tool), redis-server $(redis-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p')."
 bench/bin/scalerun -redis "$addrs" -api "http://$http_addr/v1" -smtp "$smtp_addr" \
 	-profiles "$profiles" -label "$label" -out "${out:-$logs/results.md}" "${args[@]}" | tee "$logs/scale.md"
 }

@@ -23,6 +23,20 @@ func clientIP(i int) string {
 	return fmt.Sprintf("10.%d.%d.%d", n>>8&0xff, n&0xff, n>>16)
 }
 
+// netMates is how many clients sharedNetIP puts in one /24: fewer than
+// MAYFLY_RATE_NET_CREATE_PER_MINUTE's default 60, so that one creation by
+// each of them in the same minute is never refused for its network.
+const netMates = 50
+
+// sharedNetIP is the i-th address of 172.16.0.0/12, netMates to a /24
+// (172.16.0.1–.50, then 172.16.1.1–.50, …; 4,096 networks): clients that
+// share their network, where clientIP gives each client one of its own.
+// Like clientIP it is only ever sent in X-Forwarded-For.
+func sharedNetIP(i int) string {
+	net := uint32(i/netMates) % (1 << 12)
+	return fmt.Sprintf("172.%d.%d.%d", 16+net>>8, net&0xff, 1+i%netMates)
+}
+
 // inbox is one created and selected mailbox.
 type inbox struct {
 	address string

@@ -35,6 +35,7 @@ type run struct {
 	prefix       string
 	cookiePrefix string
 	ipNext       int // next fresh client IP (clientIP)
+	sharedNext   int // next fresh client IP of sharedNetIP
 	src          *load.SourcePool
 	srcNext      int // next fresh SMTP source address
 	template     storage.NewMessage
@@ -58,6 +59,15 @@ func progress(format string, args ...any) {
 func (r *run) freshIPs(n int) int {
 	b := r.ipNext
 	r.ipNext += n
+	return b
+}
+
+// freshSharedIPs reserves n client IPs of sharedNetIP never used before in
+// this run, starting at a network of their own.
+func (r *run) freshSharedIPs(n int) int {
+	r.sharedNext = (r.sharedNext + netMates - 1) / netMates * netMates
+	b := r.sharedNext
+	r.sharedNext += n
 	return b
 }
 

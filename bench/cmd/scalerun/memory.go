@@ -39,7 +39,8 @@ func parseProfiles(s string) []profile {
 // per inbox (created and selected through the API), per owner IP, and per
 // 2 KiB message for inboxes holding 1 and 3 (all over SMTP):
 //
-//	a: k inboxes from k fresh IPs        → inbox + IP
+//	a: k inboxes from k fresh IPs        → inbox + IP (+ its network: one client each)
+//	n: k inboxes from k fresh IPs, 50 to a network → inbox + IP + its share of the network's hash
 //	b: k inboxes from k/5 fresh IPs      → inbox + IP/5
 //	c: one message to each of a's        → the first message
 //	d: two more to each of a's           → three messages
@@ -68,6 +69,10 @@ func (r *run) memoryModel(p profile, k int) {
 	must(err)
 	r.createRate = float64(k) / time.Since(t0).Seconds()
 	m1 := r.memory(settle)
+	nbase := r.freshSharedIPs(k)
+	_, err = r.openInboxes(k, 32, func(i int) string { return sharedNetIP(nbase + i) }, until)
+	must(err)
+	m1n := r.memory(settle)
 	base = r.freshIPs(k / 5)
 	for range 5 { // each IP once a round, so that none passes 8 requests a second
 		_, err = r.openInboxes(k/5, 32, func(i int) string { return clientIP(base + i) }, until)
@@ -93,7 +98,8 @@ func (r *run) memoryModel(p profile, k int) {
 	m4 := r.memory(settle)
 	kf := float64(k)
 	withIP := (m1.used - m0.used) / kf
-	shared := (m2.used - m1.used) / kf
+	withMates := (m1n.used - m1.used) / kf
+	shared := (m2.used - m1n.used) / kf
 	ip := (withIP - shared) * 5 / 4
 	one := (m3.used - m2.used) / kf
 	three := (m4.used - m2.used) / kf
@@ -108,12 +114,13 @@ func (r *run) memoryModel(p profile, k int) {
 		fmt.Fprintf(&r.out, "| %s | %s | %s |\n", what, b, target)
 	}
 	row("inbox with its owner IP's limit keys (one inbox per IP)", withIP, (m1.rss-m0.rss)/kf, "≤ 700")
+	row(fmt.Sprintf("the same, %d client IPs to a network (IPv4 /24)", netMates), withMates, (m1n.rss-m1.rss)/kf, "")
 	row("inbox alone (5 inboxes per IP, IP share removed)", withIP-ip, 0, "")
-	row("owner IP (its limiter hash: creation windows and active slots)", ip, 0, "")
+	row("owner IP (its limiter keys: its hash, and its network's while it is the network's one client)", ip, 0, "")
 	row("the first 2 KiB message of an inbox", one, (m3.rss-m2.rss)/kf, "")
 	row("inbox + IP + one 2 KiB message", withIP+one, 0, "≤ 3,500")
 	row("three 2 KiB messages in one inbox, in all", three, (m4.rss-m2.rss)/kf, "≤ 8,000")
 	row("inbox + IP + three 2 KiB messages", withIP+three, 0, "")
 	fmt.Fprintln(&r.out)
-	progress("memory model %q: inbox+IP %.0f, IP %.0f, first message %.0f, three messages %.0f", p.name, withIP, ip, one, three)
+	progress("memory model %q: inbox+IP %.0f (%.0f with %d IPs a network), IP %.0f, first message %.0f, three messages %.0f", p.name, withIP, withMates, netMates, ip, one, three)
 }

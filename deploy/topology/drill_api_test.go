@@ -534,6 +534,7 @@ func (m *apiMix) check(r *result) {
 			m.odd("RCPT to a deleted inbox after the heal", answer{code: rcpt})
 		}
 	}
+	r.odd = int(m.unexpected.Load())
 }
 
 // rcptCode is the reply to RCPT TO addr (250 accepted, 550 no such

@@ -68,16 +68,12 @@ const (
 	layoutNew = storage.LayoutCurrent
 )
 
-// upgradeEnv: drillEnv, with room for every creation of the drill's flows
-// (all from 127.0.0.1) and its live inboxes; and a replica a second to
+// upgradeEnv: drillEnv, with a replica a second to
 // acknowledge a write (200 ms by default): this drill breaks no Redis node,
 // and on a loaded 2-core machine a replica slower than 200 ms answered a
 // select 503 and a delivery 451 4.3.0 (1 of each in 17 steps), which says
 // nothing about a mixed fleet (the failover drills measure those windows).
 var upgradeEnv = append(append([]string{}, drillEnv...),
-	"MAYFLY_RATE_CREATE_PER_MINUTE=1000000", "MAYFLY_RATE_CREATE_PER_HOUR=1000000",
-	"MAYFLY_RATE_CREATE_PER_DAY=1000000", "MAYFLY_RATE_ACTIVE_PER_IP=1000000",
-	"MAYFLY_RATE_GLOBAL_CREATE_PER_MINUTE=1000000",
 	"MAYFLY_REDIS_TIMEOUT=2s", "MAYFLY_REDIS_REPLICA_TIMEOUT=1s",
 	// A node of this tree drains before it stops: 2 s is haproxy's two
 	// failed checks 500 ms apart with room, and keeps the short form's

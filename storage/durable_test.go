@@ -277,6 +277,7 @@ func TestDeliverWaitsOnTheNodeThatRanTheScript(t *testing.T) {
 	}
 	before := store.WriteStats()
 
+	cluster.SetNodeTimeout(time.Minute) // the replica counts while frozen (SetNodeTimeout)
 	cluster.Stop(cluster.ReplicaOf(to))
 	moveSlot(t, cluster, primaries, cluster.Redis(from, "CLUSTER", "KEYSLOT", key(m1)), from, to)
 	_, err = store.Deliver(ctx, m1.Address, keyedMessage("moved"))
@@ -384,6 +385,7 @@ func TestDeliverWaitsForEveryReplica(t *testing.T) {
 	if len(replicas) != 2 {
 		t.Fatalf("replicas %v, want 2", replicas)
 	}
+	cluster.SetNodeTimeout(time.Minute) // the replica counts while frozen (SetNodeTimeout)
 	cluster.Stop(replicas[1])
 	if _, err := store.Deliver(ctx, m.Address, keyedMessage("one frozen")); !errors.Is(err, storage.ErrNotReplicated) {
 		t.Fatalf("deliver with one of two replicas frozen: %v, want ErrNotReplicated", err)
@@ -687,9 +689,10 @@ func TestGroupCommitExpiredWrite(t *testing.T) {
 // ErrNotReplicated (the API's 503, which clients retry), never a 200 that a
 // failover could take back (a session that then answers 401, a deleted
 // message or inbox that comes back). The four run at once, on four
-// mailboxes of one primary, within one replica timeout (a replica frozen
-// longer is soon flagged failed, and then not waited for). With the
-// replica back, each goes through.
+// mailboxes of one primary, under a node timeout long enough that the
+// cluster does not flag the frozen replica failed meanwhile (a replica
+// flagged failed is not waited for). With the replica back, each goes
+// through.
 func TestSessionChangesWaitForAReplica(t *testing.T) {
 	t.Parallel()
 	cluster := storagetest.StartCluster(t, 3, 1)
@@ -735,6 +738,7 @@ func TestSessionChangesWaitForAReplica(t *testing.T) {
 	names := []string{"select", "extend", "delete message", "destroy"}
 	replica := cluster.ReplicaOf(primary)
 	before := store.WriteStats().Refused
+	cluster.SetNodeTimeout(time.Minute) // the replica counts while frozen (SetNodeTimeout)
 	cluster.Stop(replica)
 	errs := make([]error, len(names))
 	var wg sync.WaitGroup
@@ -825,6 +829,11 @@ func TestRetriedDeletesWaitForTheDelete(t *testing.T) {
 		return
 	}
 	replica := cluster.ReplicaOf(primary)
+	// The frozen replica must still count when the retry reads its replica
+	// view: with the one-second timeout, a retry slowed by a loaded machine
+	// read a view in which the cluster had flagged the replica failed, and
+	// skipped the WAIT (as every write does then).
+	cluster.SetNodeTimeout(time.Minute)
 	cluster.Stop(replica)
 	dm, de := both(first)
 	dm2, de2 := both(retry)

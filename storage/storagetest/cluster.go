@@ -270,6 +270,21 @@ func (c *Cluster) Stop(addr string) {
 	c.t.Cleanup(func() { c.Cont(addr) })
 }
 
+// SetNodeTimeout sets every node's cluster-node-timeout (StartCluster's is
+// one second, so that a killed primary fails over within seconds). A test
+// that freezes a replica to watch writes wait for it raises it: within
+// about two seconds of a one-second timeout the other nodes flag the frozen
+// replica as failed, and a replica flagged failed and silent is no longer
+// waited for (storage's replica view), which such a test does not test.
+func (c *Cluster) SetNodeTimeout(d time.Duration) {
+	c.t.Helper()
+	for a := range c.nodes {
+		if out, err := c.cli(a, "CONFIG", "SET", "cluster-node-timeout", strconv.FormatInt(d.Milliseconds(), 10)); err != nil || strings.TrimSpace(out) != "OK" {
+			c.t.Fatalf("CONFIG SET cluster-node-timeout on %s: %v %q", a, err, out)
+		}
+	}
+}
+
 // Cont resumes a node frozen by Stop.
 func (c *Cluster) Cont(addr string) {
 	if p := c.nodes[addr]; p != nil {

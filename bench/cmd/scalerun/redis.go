@@ -95,9 +95,24 @@ func (r *run) configGet(name string) string {
 	return m[name]
 }
 
+// flushAll empties the cluster but for the layout guard, which it puts
+// back as it was: without it the nodes' next registration would find a
+// cluster holding Mayfly's keys and no guard, and start the fleet at the
+// oldest layout (storage.LayoutGuard), so a step would measure a layout
+// the nodes were not started with.
 func (r *run) flushAll() {
+	guard := r.prefix + ":layout-guard"
+	dump, err := r.rdb.Do(r.ctx, r.rdb.B().Dump().Key(guard).Build()).ToString()
+	if err != nil && !rueidis.IsRedisNil(err) {
+		must(err)
+	}
+	ttl, err := r.rdb.Do(r.ctx, r.rdb.B().Pttl().Key(guard).Build()).AsInt64()
+	must(err)
 	for _, node := range r.prim {
 		must(node.Do(r.ctx, node.B().Flushall().Sync().Build()).Error())
+	}
+	if dump != "" {
+		must(r.rdb.Do(r.ctx, r.rdb.B().Restore().Key(guard).Ttl(max(ttl, 0)).SerializedValue(dump).Replace().Build()).Error())
 	}
 }
 

@@ -61,6 +61,19 @@ func (k keys) network(net string) string { return k.base + "net:" + net + "}:cre
 // in its slot; never written (a network's slots are in its hash).
 func (k keys) networkZSet(net string) string { return k.base + "net:" + net + "}:active" }
 
+// fold is the hash of a network's share of the creations and of its
+// clients' creation records (storage layout 2026-11-28; scripts/fold.lua
+// says its fields): one key per network instead of a hash per client and
+// one per network. A client key without a network (NetworkOf "") has a
+// fold of its own. TTL: PEXPIREAT the end of the day of its last attempt
+// or its latest slot, whichever is later; never shortened.
+func (k keys) fold(client string) string {
+	if net := NetworkOf(client); net != "" {
+		return k.base + "net:" + net + "}:fold"
+	}
+	return k.base + tag(client) + "}:fold"
+}
+
 // globalCreation is the hash {w, n} of the service-wide creation minute
 // (TTL: PEXPIREAT end of the minute).
 func (k keys) globalCreation() string { return k.global }

@@ -146,6 +146,7 @@ type Limiter struct {
 	keys   keys
 
 	short, take, give, window, reserve, release, extend *rueidis.Lua
+	reserveFold, releaseFold, extendFold                *rueidis.Lua
 
 	// Script arguments fixed by the config, built once so the per-request
 	// path allocates only its key.
@@ -160,6 +161,9 @@ type Limiter struct {
 	// netShares: creations are counted against the client's network too
 	// (SetNetworkShares).
 	netShares atomic.Bool
+	// foldFrom: the node-clock ms from which the networks' folds decide
+	// (SetFold); before it they mirror. 0: no fold is written.
+	foldFrom atomic.Int64
 }
 
 // New returns a Limiter on client, which the caller owns and closes.
@@ -167,18 +171,21 @@ func New(client rueidis.Client, cfg Config) *Limiter {
 	cfg = cfg.withDefaults()
 	itoa := strconv.Itoa
 	return &Limiter{
-		client:     client,
-		cfg:        cfg,
-		keys:       newKeys(cfg.KeyPrefix),
-		short:      script("count.lua"),
-		take:       script("take.lua"),
-		give:       script("give.lua"),
-		window:     script("window.lua"),
-		reserve:    script("reserve.lua", "slots.lua"),
-		release:    script("release.lua", "slots.lua"),
-		extend:     script("extend.lua", "slots.lua"),
-		now:        time.Now,
-		globalArgs: []string{itoa(cfg.GlobalCreatePerMinute), "60000"},
+		client:      client,
+		cfg:         cfg,
+		keys:        newKeys(cfg.KeyPrefix),
+		short:       script("count.lua"),
+		take:        script("take.lua"),
+		give:        script("give.lua"),
+		window:      script("window.lua"),
+		reserve:     script("reserve.lua", "slots.lua"),
+		release:     script("release.lua", "slots.lua"),
+		extend:      script("extend.lua", "slots.lua"),
+		reserveFold: script("reserve_fold.lua", "fold.lua"),
+		releaseFold: script("release_fold.lua", "fold.lua"),
+		extendFold:  script("extend_fold.lua", "fold.lua"),
+		now:         time.Now,
+		globalArgs:  []string{itoa(cfg.GlobalCreatePerMinute), "60000"},
 		limitArgs: []string{
 			itoa(cfg.CreatePerMinute), itoa(cfg.CreatePerHour),
 			itoa(cfg.CreatePerDay), itoa(cfg.ActivePerClient),
@@ -435,7 +442,9 @@ func (l *Limiter) AllowGlobalCreation(ctx context.Context) (Decision, error) {
 // admitted, reserves an active slot for mailbox until now+lifetime (server
 // clock), in one script; with network shares on (SetNetworkShares), an
 // attempt the client's limits admit is then counted and reserved the same
-// way against the client's network (NetworkOf), in a second script.
+// way against the client's network (NetworkOf), in a second script. While
+// the folds decide (SetFold), both are one script on the network's fold;
+// while they mirror, a third script counts the outcome there.
 //
 // Every attempt counts in the minute, hour and day windows, also invalid and
 // refused ones (spec: "failed attempts count"). In order:
@@ -456,27 +465,55 @@ func (l *Limiter) ReserveCreation(ctx context.Context, client, mailbox string, l
 	if valid && (mailbox == "" || life <= 0) {
 		return Decision{}, fmt.Errorf("reserve mailbox %q for %v: %w", mailbox, lifetime, ErrInvalid)
 	}
+	switch l.fold() {
+	case foldDecides:
+		return l.reserveInFold(ctx, client, mailbox, life, valid)
+	case foldMirrors:
+		d, admitted, err := l.reserveInKeys(ctx, client, mailbox, life, valid)
+		if err != nil {
+			return d, err
+		}
+		// The fold counts what the keys decided, so that it holds a whole
+		// day of them when it starts deciding (SetFold).
+		args := append(l.foldArgs(client, mailbox, life, valid), "m", flag(admitted), flag(d.Allowed))
+		if err := l.reserveFold.Exec(ctx, l.client, []string{l.keys.fold(client)}, args).Error(); err != nil {
+			if d.Allowed {
+				_ = l.both(ctx, l.release, client, []string{mailbox}) // not created: free it again
+			}
+			return Decision{}, fmt.Errorf("%w: reserve (fold): %w", ErrUnavailable, err)
+		}
+		return d, nil
+	}
+	d, _, err := l.reserveInKeys(ctx, client, mailbox, life, valid)
+	return d, err
+}
+
+// reserveInKeys is ReserveCreation in the keys of the layouts before
+// 2026-11-28: the client's hash, then its network's. admitted: the
+// client's own limits admitted the attempt (it was then counted against
+// the network).
+func (l *Limiter) reserveInKeys(ctx context.Context, client, mailbox string, life int64, valid bool) (d Decision, admitted bool, err error) {
 	layout := ""
 	if l.zsetSlots.Load() {
 		layout = "1"
 	}
-	d, err := l.reserveIn(ctx, l.keys.creation(client), l.keys.active(client), l.limitArgs, mailbox, life, valid, layout)
+	d, err = l.reserveIn(ctx, l.keys.creation(client), l.keys.active(client), l.limitArgs, mailbox, life, valid, layout)
 	if err != nil || !d.Allowed || !l.netShares.Load() {
-		return d, err
+		return d, d.Allowed, err
 	}
 	net := NetworkOf(client)
 	if net == "" {
-		return d, nil
+		return d, true, nil
 	}
 	nd, err := l.reserveIn(ctx, l.keys.network(net), l.keys.networkZSet(net), l.netArgs, mailbox, life, true, "")
 	if err == nil && nd.Allowed {
-		return d, nil
+		return d, true, nil
 	}
 	if rerr := l.releaseIn(ctx, l.keys.creation(client), l.keys.active(client), mailbox); rerr != nil && err == nil {
 		err = rerr
 	}
 	if err != nil {
-		return Decision{}, err
+		return Decision{}, false, err
 	}
 	switch nd.Kind {
 	case KindCreation:
@@ -484,7 +521,48 @@ func (l *Limiter) ReserveCreation(ctx context.Context, client, mailbox string, l
 	case KindActive:
 		nd.Kind = KindNetActive
 	}
-	return nd, nil
+	return nd, true, nil
+}
+
+// foldArgs are reserve_fold.lua's arguments up to its mode.
+func (l *Limiter) foldArgs(client, mailbox string, life int64, valid bool) []string {
+	args := make([]string, 0, 15)
+	args = append(args, l.limitArgs...)
+	args = append(args, l.netArgs...)
+	return append(args, mailbox, strconv.FormatInt(life, 10), flag(valid), client)
+}
+
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+// reserveInFold is ReserveCreation in the client's network's fold: one
+// script for the client's limits and the network's share.
+func (l *Limiter) reserveInFold(ctx context.Context, client, mailbox string, life int64, valid bool) (Decision, error) {
+	args := append(l.foldArgs(client, mailbox, life, valid), "")
+	reply, err := l.reserveFold.Exec(ctx, l.client, []string{l.keys.fold(client)}, args).ToArray()
+	if err != nil {
+		return Decision{}, fmt.Errorf("%w: reserve: %w", ErrUnavailable, err)
+	}
+	if len(reply) < 4 {
+		return Decision{}, fmt.Errorf("%w: reserve: reply of %d elements", ErrUnavailable, len(reply))
+	}
+	d, err := decision(reply)
+	if err != nil {
+		return Decision{}, err
+	}
+	if party, _ := reply[3].ToString(); party == "n" {
+		switch d.Kind {
+		case KindCreation:
+			d.Kind = KindNetCreation
+		case KindActive:
+			d.Kind = KindNetActive
+		}
+	}
+	return d, nil
 }
 
 // reserveIn runs reserve.lua on one party's hash and sorted set with its
@@ -499,6 +577,11 @@ func (l *Limiter) reserveIn(ctx context.Context, hash, zset string, limits []str
 	if err != nil {
 		return Decision{}, fmt.Errorf("%w: reserve: %w", ErrUnavailable, err)
 	}
+	return decision(reply)
+}
+
+// decision reads a reserve script's reply {code, retry ms, window…}.
+func decision(reply []rueidis.RedisMessage) (Decision, error) {
 	if len(reply) < 2 {
 		return Decision{}, fmt.Errorf("%w: reserve: reply of %d elements", ErrUnavailable, len(reply))
 	}
@@ -559,7 +642,7 @@ func (l *Limiter) both(ctx context.Context, script *rueidis.Lua, client string, 
 // after ReserveCreation), its client's and its network's. Releasing a
 // mailbox without a slot is a no-op. Errors wrap ErrUnavailable.
 func (l *Limiter) Release(ctx context.Context, client, mailbox string) error {
-	if err := l.both(ctx, l.release, client, []string{mailbox}); err != nil {
+	if err := l.inBoth(ctx, l.release, l.releaseFold, client, []string{mailbox}, []string{mailbox, client}); err != nil {
 		return fmt.Errorf("%w: release: %w", ErrUnavailable, err)
 	}
 	return nil
@@ -571,10 +654,69 @@ func (l *Limiter) Release(ctx context.Context, client, mailbox string) error {
 // expired or released slot. Errors wrap ErrUnavailable.
 func (l *Limiter) ExtendActive(ctx context.Context, client, mailbox string, expiresAt time.Time) error {
 	args := []string{mailbox, strconv.FormatInt(expiresAt.UnixMilli(), 10)}
-	if err := l.both(ctx, l.extend, client, args); err != nil {
+	if err := l.inBoth(ctx, l.extend, l.extendFold, client, args, args); err != nil {
 		return fmt.Errorf("%w: extend: %w", ErrUnavailable, err)
 	}
 	return nil
+}
+
+// inBoth runs a slot change where the layout keeps slots: in the fold
+// while it decides; in the older keys (both) otherwise, and also in the
+// fold while it mirrors them (in parallel: other slots).
+func (l *Limiter) inBoth(ctx context.Context, keyed, folded *rueidis.Lua, client string, args, foldArgs []string) error {
+	mode := l.fold()
+	if mode == foldDecides {
+		return folded.Exec(ctx, l.client, []string{l.keys.fold(client)}, foldArgs).Error()
+	}
+	var foldErr error
+	var wg sync.WaitGroup
+	if mode == foldMirrors {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			foldErr = folded.Exec(ctx, l.client, []string{l.keys.fold(client)}, foldArgs).Error()
+		}()
+	}
+	err := l.both(ctx, keyed, client, args)
+	wg.Wait()
+	return errors.Join(err, foldErr)
+}
+
+// The fold's part (storage layout 2026-11-28, SetFold).
+type foldMode int
+
+const (
+	foldOff     foldMode = iota // nothing is written to the folds
+	foldMirrors                 // the older keys decide; the folds count the same
+	foldDecides                 // the folds decide alone
+)
+
+func (l *Limiter) fold() foldMode {
+	from := l.foldFrom.Load()
+	switch {
+	case from == 0:
+		return foldOff
+	case l.now().UnixMilli() < from:
+		return foldMirrors
+	}
+	return foldDecides
+}
+
+// SetFold turns the networks' folds on (storage layout 2026-11-28: a
+// network's share of the creations and its clients' creation records in
+// one hash, keys.fold) or off. A fold decides from decideFrom on; before,
+// the keys of the older layouts decide, as SetNetworkShares and
+// SetZSetSlots say, and every attempt, slot, release and extension is
+// also counted in the fold. The layout guard sets decideFrom a day and a
+// minute after the fleet started writing the folds, when they hold every
+// creation window that is still open (a day's); on a fresh cluster, at
+// once.
+func (l *Limiter) SetFold(on bool, decideFrom time.Time) {
+	if !on {
+		l.foldFrom.Store(0)
+		return
+	}
+	l.foldFrom.Store(max(decideFrom.UnixMilli(), 1))
 }
 
 // SetNetworkShares turns the networks' shares of the creations on (storage

@@ -372,32 +372,47 @@ func TestCreationWindows(t *testing.T) {
 		{"minute and day: the longer wait", Config{CreatePerMinute: 2, CreatePerHour: high, CreatePerDay: 2}, 2, day, "day"},
 		{"all three: the longest wait", Config{CreatePerMinute: 1, CreatePerHour: 1, CreatePerDay: 1}, 1, day, "day"},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel()
-			tc.cfg.ActivePerClient = high
-			l, c := newLimiter(t, tc.cfg)
-			const ip = "192.0.2.20"
-			roomInWindow(t, c, minute, 5*time.Second)
-			for i := range tc.admitted {
-				if d := reserve(t, l, ip, fmt.Sprint("mb", i), 10*minute, true); !d.Allowed {
-					t.Fatalf("attempt %d: %+v, want allowed", i+1, d)
-				}
+		for _, fold := range []bool{false, true} {
+			name := tc.name
+			if fold {
+				name += ", in a fold" // storage layout 2026-11-28
 			}
-			for i := range 2 { // refused attempts stay refused
-				before := serverNow(t, c)
-				d := reserve(t, l, ip, "over", 10*minute, true)
-				after := serverNow(t, c)
-				if d.Allowed || d.Kind != KindCreation {
-					t.Fatalf("attempt %d: %+v, want refused with Kind %q", tc.admitted+i+1, d, KindCreation)
-				}
-				if lo, hi := retryBounds(before, after, tc.blockedFor); d.RetryAfter < lo || d.RetryAfter > hi {
-					t.Fatalf("RetryAfter = %v, want in [%v, %v]", d.RetryAfter, lo, hi)
-				}
-				if d.Window != tc.window {
-					t.Fatalf("Window = %q, want %q", d.Window, tc.window)
-				}
-			}
-		})
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				tc.cfg.ActivePerClient = high
+				l, c := newLimiter(t, tc.cfg)
+				l.SetNetworkShares(fold)
+				l.SetFold(fold, time.Time{})
+				checkWindows(t, l, c, tc.admitted, tc.blockedFor, tc.window)
+			})
+		}
+	}
+}
+
+// checkWindows: the client 192.0.2.20's first admitted attempts pass, the
+// next are refused by window with the reset of a window of length span.
+func checkWindows(t *testing.T, l *Limiter, c rueidis.Client, admitted int, span time.Duration, window string) {
+	t.Helper()
+	const ip = "192.0.2.20"
+	roomInWindow(t, c, minute, 5*time.Second)
+	for i := range admitted {
+		if d := reserve(t, l, ip, fmt.Sprint("mb", i), 10*minute, true); !d.Allowed {
+			t.Fatalf("attempt %d: %+v, want allowed", i+1, d)
+		}
+	}
+	for i := range 2 { // refused attempts stay refused
+		before := serverNow(t, c)
+		d := reserve(t, l, ip, "over", 10*minute, true)
+		after := serverNow(t, c)
+		if d.Allowed || d.Kind != KindCreation {
+			t.Fatalf("attempt %d: %+v, want refused with Kind %q", admitted+i+1, d, KindCreation)
+		}
+		if lo, hi := retryBounds(before, after, span); d.RetryAfter < lo || d.RetryAfter > hi {
+			t.Fatalf("RetryAfter = %v, want in [%v, %v]", d.RetryAfter, lo, hi)
+		}
+		if d.Window != window {
+			t.Fatalf("Window = %q, want %q", d.Window, window)
+		}
 	}
 }
 
@@ -429,7 +444,14 @@ func TestCreationRefusedAttemptsCount(t *testing.T) {
 func TestActiveCap(t *testing.T) {
 	t.Parallel()
 	l, _ := newLimiter(t, Config{CreatePerMinute: 100, CreatePerHour: 100, CreatePerDay: 100})
-	const ip = "192.0.2.40"
+	checkActiveCap(t, l, "192.0.2.40", "192.0.2.41")
+}
+
+// checkActiveCap: the client ip holds 5 slots at most, another client is
+// not affected, a released slot is free again and an extension does not
+// bring it back.
+func checkActiveCap(t *testing.T, l *Limiter, ip, other string) {
+	t.Helper()
 	for i := range 5 {
 		if d := reserve(t, l, ip, fmt.Sprint("mb", i), 10*minute, true); !d.Allowed {
 			t.Fatalf("reservation %d: %+v, want allowed", i+1, d)
@@ -439,7 +461,7 @@ func TestActiveCap(t *testing.T) {
 		t.Fatalf("6th reservation: %+v, want %+v", got, want)
 	}
 	// Another client is not affected.
-	if d := reserve(t, l, "192.0.2.41", "other", 10*minute, true); !d.Allowed {
+	if d := reserve(t, l, other, "other", 10*minute, true); !d.Allowed {
 		t.Fatalf("other client: %+v, want allowed", d)
 	}
 	ctx := context.Background()

@@ -55,6 +55,7 @@ type LayoutGuard struct {
 	script *rueidis.Lua
 	write  atomic.Pointer[string]
 	fleet  atomic.Pointer[string]
+	fold   atomic.Int64 // ms from which the limiter's folds decide; 0: none
 }
 
 // Timings of the guard: how long a registration lasts past its refresh,
@@ -64,6 +65,11 @@ type LayoutGuard struct {
 const (
 	guardKeep = 25 * time.Hour
 	guardHold = MaxLifetime + time.Minute
+	// FoldMirror is how long the limiter's folds (LayoutFold) only mirror
+	// the older keys after the fleet's layout was raised to LayoutFold: a
+	// day window and a minute, for the nodes to follow the raise. By then
+	// every creation window still open was counted in the folds.
+	FoldMirror = 24*time.Hour + time.Minute
 )
 
 // NewLayoutGuard returns a guard; it refuses a Setting outside Layouts.
@@ -97,6 +103,17 @@ func (g *LayoutGuard) Write() string { return load(&g.write) }
 // Fleet is the layout the fleet writes, as last read; "" before Check.
 func (g *LayoutGuard) Fleet() string { return load(&g.fleet) }
 
+// FoldDecides is when the limiter's folds start deciding (ratelimit's
+// SetFold), as last read: a day and a minute after the fleet's layout was
+// raised to LayoutFold, or when the guard was started at it. Zero while
+// the fleet writes an older layout: then no fold is written.
+func (g *LayoutGuard) FoldDecides() time.Time {
+	if ms := g.fold.Load(); ms > 0 {
+		return time.UnixMilli(ms)
+	}
+	return time.Time{}
+}
+
 func load(p *atomic.Pointer[string]) string {
 	if s := p.Load(); s != nil {
 		return *s
@@ -128,7 +145,7 @@ func (g *LayoutGuard) Check(ctx context.Context) (string, error) {
 	reads, oldest := Layouts[len(Layouts)-1], Layouts[0]
 	res, err := g.script.Exec(ctx, g.client, []string{g.key}, []string{
 		g.cfg.Node, reads, oldest, g.cfg.Setting, g.cfg.Version, start,
-		ms(3 * g.cfg.Every), ms(guardKeep), ms(guardHold),
+		ms(3 * g.cfg.Every), ms(guardKeep), ms(guardHold), LayoutFold, ms(FoldMirror),
 	}).ToArray()
 	if err != nil {
 		return "", unavailable("layout guard", err)
@@ -144,6 +161,11 @@ func (g *LayoutGuard) Check(ctx context.Context) (string, error) {
 	switch code {
 	case 1:
 		write, fleet := str(1), str(2)
+		var fold int64
+		if len(res) > 3 {
+			fold, _ = res[3].AsInt64()
+		}
+		g.fold.Store(fold)
 		g.write.Store(&write)
 		g.fleet.Store(&fleet)
 		return write, nil
@@ -164,8 +186,8 @@ func (g *LayoutGuard) Check(ctx context.Context) (string, error) {
 }
 
 // Run registers the node again every cfg.Every until ctx ends, and calls
-// apply when the layout it writes changes (a node without a Setting follows
-// the fleet). A refusal or an unreachable Redis keeps the last layout: it
+// apply when the layout it writes, the fleet's or FoldDecides changes (a
+// node without a Setting follows the fleet). A refusal or an unreachable Redis keeps the last layout: it
 // is logged, and the node goes on writing what every node read when it was
 // decided.
 func (g *LayoutGuard) Run(ctx context.Context, apply func(layout string)) {
@@ -177,7 +199,7 @@ func (g *LayoutGuard) Run(ctx context.Context, apply func(layout string)) {
 			return
 		case <-t.C:
 		}
-		before := g.Write()
+		before, fleet, fold := g.Write(), g.Fleet(), g.fold.Load()
 		cctx, cancel := context.WithTimeout(ctx, g.cfg.Every)
 		write, err := g.Check(cctx)
 		cancel()
@@ -191,6 +213,8 @@ func (g *LayoutGuard) Run(ctx context.Context, apply func(layout string)) {
 			if g.cfg.Logger != nil {
 				g.cfg.Logger.Info("storage layout changed", "from", before, "to", write, "fleet", g.Fleet())
 			}
+		}
+		if write != before || g.Fleet() != fleet || g.fold.Load() != fold {
 			apply(write)
 		}
 	}

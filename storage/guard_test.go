@@ -203,3 +203,61 @@ func TestLayoutGuardRunFollows(t *testing.T) {
 		t.Fatal("the node without a setting did not follow the flip")
 	}
 }
+
+// The limiter's folds (storage.LayoutFold): on a fresh cluster they decide
+// at once; raised to from an older layout, they mirror for a day and a
+// minute (storage.FoldMirror) from the raise, which the nodes that follow
+// do not move; once the fleet's layout comes back down, no fold is written.
+func TestLayoutGuardFold(t *testing.T) {
+	t.Run("fresh", func(t *testing.T) {
+		e := newGuardEnv(t)
+		before := time.Now()
+		g := e.guard(t, "a", "")
+		got, err := g.Check(e.ctx)
+		want(t, "fresh cluster", got, err, storage.LayoutCurrent)
+		if f := g.FoldDecides(); f.Before(before.Add(-time.Second)) || f.After(time.Now().Add(time.Second)) {
+			t.Fatalf("FoldDecides = %v on a fresh cluster, want now", f)
+		}
+	})
+	t.Run("raised and lowered", func(t *testing.T) {
+		e := newGuardEnv(t)
+		if err := e.client.Do(e.ctx, e.client.B().Set().Key(e.prefix+":{x}:box").Value("1").Build()).Error(); err != nil {
+			t.Fatal(err)
+		}
+		old := e.guard(t, "old", storage.Layout20261127)
+		got, err := old.Check(e.ctx)
+		want(t, "before the fold", got, err, storage.Layout20261127)
+		if f := old.FoldDecides(); !f.IsZero() {
+			t.Fatalf("FoldDecides = %v before the fold layout", f)
+		}
+		before := time.Now()
+		raiser := e.guard(t, "new", storage.LayoutFold)
+		got, err = raiser.Check(e.ctx)
+		want(t, "the raise", got, err, storage.LayoutFold)
+		f := raiser.FoldDecides()
+		if lo, hi := before.Add(storage.FoldMirror-time.Second), time.Now().Add(storage.FoldMirror+time.Second); f.Before(lo) || f.After(hi) {
+			t.Fatalf("FoldDecides = %v after the raise, want a day and a minute on (%v–%v)", f, lo, hi)
+		}
+		follower := e.guard(t, "follower", "")
+		got, err = follower.Check(e.ctx)
+		want(t, "a follower", got, err, storage.LayoutFold)
+		if g := follower.FoldDecides(); !g.Equal(f) {
+			t.Fatalf("a follower reads FoldDecides %v, want the raise's %v", g, f)
+		}
+		// Down again: the fold layout's writers gone for longer than the hold.
+		for _, g := range []*storage.LayoutGuard{raiser, follower} {
+			if err := g.Leave(e.ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e.hset(t, "lw:"+storage.LayoutFold, "1")
+		got, err = old.Check(e.ctx)
+		want(t, "lowered", got, err, storage.Layout20261127)
+		if w := e.fleet(t); w != storage.Layout20261127 {
+			t.Fatalf("fleet = %q, want lowered to 2026-11-27", w)
+		}
+		if f := old.FoldDecides(); !f.IsZero() {
+			t.Fatalf("FoldDecides = %v after the fleet's layout came down, want none", f)
+		}
+	})
+}

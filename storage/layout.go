@@ -32,14 +32,24 @@ const (
 	// them as unknown addresses, as releases before it do, so no message
 	// is stored without the tag it arrived for.
 	Layout20261127 = "2026-11-27"
+	// Layout20261128 is 2026-11-27 with ratelimit's folds: a network's
+	// share of the creations and every creation record of its clients in
+	// one hash per network (ratelimit/scripts/fold.lua), instead of a hash
+	// per client IP and one per network. The limiter follows the fleet's
+	// layout, not the node's: while the fleet writes this one (no node of
+	// an older release is live), every node counts in the folds, which
+	// decide once they hold a whole day (LayoutGuard.FoldDecides).
+	Layout20261128 = "2026-11-28"
+	// LayoutFold is the first layout with the limiter's folds.
+	LayoutFold = Layout20261128
 	// LayoutCurrent is the newest layout this release writes, the default
 	// on a fresh cluster.
-	LayoutCurrent = Layout20261127
+	LayoutCurrent = Layout20261128
 )
 
 // Layouts lists every layout this release reads and may write, oldest
 // first.
-var Layouts = []string{Layout20261124, Layout20261125, Layout20261126, Layout20261127}
+var Layouts = []string{Layout20261124, Layout20261125, Layout20261126, Layout20261127, Layout20261128}
 
 // ValidLayout reports whether name is a layout of Layouts.
 func ValidLayout(name string) bool {

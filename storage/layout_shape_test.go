@@ -88,6 +88,10 @@ func writeEverything(t *testing.T, layout string) string {
 	lim := ratelimit.New(client, ratelimit.Config{KeyPrefix: prefix})
 	lim.SetZSetSlots(layout == storage.Layout20261124)
 	lim.SetNetworkShares(layout >= storage.Layout20261126)
+	// The folds as they decide (a fresh cluster; a day after a raise).
+	// While they mirror, a fleet writes this and the previous layout's
+	// limiter keys (TestFoldMirrorsThenDecides in ratelimit).
+	lim.SetFold(layout >= storage.LayoutFold, time.Time{})
 	const ip = "203.0.113.7"
 	tag := storage.NewTag()
 	must := func(what string, err error) {
@@ -268,6 +272,17 @@ func kindOf(s, tag string) string {
 		case hex64RE.MatchString(rest):
 			return p + "<hex64>"
 		}
+	}
+	if strings.Contains(s, " ") {
+		// Words of numbers and tags (a limiter fold's records): each word's
+		// kind.
+		words := strings.Fields(s)
+		for i, w := range words {
+			if intRE.MatchString(w) {
+				words[i] = "<int>"
+			}
+		}
+		return strings.Join(words, " ")
 	}
 	return s
 }

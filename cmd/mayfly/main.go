@@ -252,6 +252,9 @@ func run(ctx context.Context, args []string, environ []string, stdout, stderr io
 		_ = store.SetWriteLayout(layout) // a name the guard checked
 		limiter.SetZSetSlots(layout == storage.Layout20261124)
 		limiter.SetNetworkShares(layout >= storage.Layout20261126)
+		// The folds follow the fleet's layout: while it is the fold layout
+		// or newer, every live node reads them (the guard refuses others).
+		limiter.SetFold(guard.Fleet() >= storage.LayoutFold, guard.FoldDecides())
 	}
 	layout, err := checkLayout(ctx, guard, log)
 	if err != nil {

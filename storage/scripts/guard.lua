@@ -4,14 +4,20 @@
 -- KEYS: the guard hash {w = the layout the fleet writes (the newest it has
 --       accepted), t = ms it was set, n:<node> = "<newest layout it reads>
 --       <registration end ms> <layout it writes> <version>", lw:<layout> =
---       the last ms a node was registered writing it}
+--       the last ms a node was registered writing it, f = the ms from
+--       which the limiter's folds decide, while the fleet writes the fold
+--       layout or a newer one}
 -- ARGV: node, newest layout it reads, oldest layout it reads, the setting
 --       ('' = write what the fleet writes), version, the layout to start a
 --       guard with ('' = the guard exists; see guard.go), registration ms,
 --       guard TTL ms, hold ms (how long data of a layout outlives its last
 --       writer: a layout stops being the fleet's only when nothing wrote it
---       that long)
--- Reply: {1, layout to write, the fleet's layout};
+--       that long), the fold layout (ratelimit's folds: the first layout
+--       that writes them), the mirror ms (how long the folds only mirror
+--       the older keys once the fleet raised its layout to the fold
+--       layout: they decide once they hold every creation window still
+--       open; on a guard started at that layout, at once)
+-- Reply: {1, layout to write, the fleet's layout, f (0: none)};
 --        {0, setting, node, its newest layout, its version}: a live node
 --        cannot read the setting's layout;
 --        {2, the fleet's layout}: the fleet writes a layout this node
@@ -38,9 +44,11 @@ for i = 1, #all, 2 do
 end
 if #dead > 0 then redis.call('HDEL', KEYS[1], unpack(dead)) end
 local w = g['w']
+local fresh = false
 if not w then
   if ARGV[6] == '' then return redis.error_reply('guard.lua: no guard and no layout to start one with') end
   w = ARGV[6]
+  fresh = true
   redis.call('HSET', KEYS[1], 'w', w, 't', now)
 end
 if w > reads then return {2, w} end
@@ -66,7 +74,18 @@ elseif want < w then
     redis.call('HSET', KEYS[1], 'w', w, 't', now)
   end
 end
+local f = tonumber(g['f'])
+if w >= ARGV[10] then
+  if not f then
+    f = now
+    if not fresh then f = now + tonumber(ARGV[11]) end
+    redis.call('HSET', KEYS[1], 'f', string.format('%d', f))
+  end
+elseif f then
+  f = nil
+  redis.call('HDEL', KEYS[1], 'f')
+end
 redis.call('HSET', KEYS[1], 'n:' .. me, reads .. ' ' .. string.format('%d', now + ttl) .. ' ' .. want .. ' ' .. version,
   'lw:' .. want, now)
 redis.call('PEXPIRE', KEYS[1], keep)
-return {1, want, w}
+return {1, want, w, f or 0}

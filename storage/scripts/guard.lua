@@ -16,7 +16,7 @@
 --       that writes them), the mirror ms (how long the folds only mirror
 --       the older keys once the fleet raised its layout to the fold
 --       layout: they decide once they hold every creation window still
---       open; on a guard started at that layout, at once)
+--       open; on a guard started at that layout, at once: a minute ago)
 -- Reply: {1, layout to write, the fleet's layout, f (0: none)};
 --        {0, setting, node, its newest layout, its version}: a live node
 --        cannot read the setting's layout;
@@ -77,7 +77,10 @@ end
 local f = tonumber(g['f'])
 if w >= ARGV[10] then
   if not f then
-    f = now
+    -- A guard started at the fold layout has no older keys to wait for:
+    -- its folds decide at once (a minute back, for nodes whose clocks
+    -- run behind Redis's).
+    f = now - 60000
     if not fresh then f = now + tonumber(ARGV[11]) end
     redis.call('HSET', KEYS[1], 'f', string.format('%d', f))
   end

@@ -30,6 +30,15 @@ bash "$here/install-deps.sh" --checks
 
 ms() { date +%s%3N; }
 
+# fuzz_deadline_race: the fuzz log in $1 failed only by Go's coordinator
+# race at the -fuzztime deadline (go.dev/issue/75804): one "--- FAIL" whose
+# only message is "context deadline exceeded", and no failing input.
+fuzz_deadline_race() {
+	grep -q '^    context deadline exceeded$' "$1" &&
+		! grep -q 'Failing input written\|fuzzing process hung\|panic:\|_test.go:[0-9]*:' "$1" &&
+		(($(grep -c '^--- FAIL' "$1") == 1))
+}
+
 # node_test_with_reports DIR runs the package's `npm test` script with
 # node's JUnit reporter added to each `node --test` in it (a report per
 # run, under DIR) beside the usual spec output. (npm test -- FLAGS would put
@@ -172,10 +181,27 @@ fi
 # path (through a real edge node on the test cluster) on every full run, so
 # new code meets fresh inputs; longer runs are for `go test -fuzz` by hand.
 # A shorter minimize time keeps the fuzzer from stalling on a new input.
+# Go 1.26's fuzz coordinator can miss its own -fuzztime deadline and fail
+# the target with a bare "context deadline exceeded" and no input found
+# (go.dev/issue/75804, fixed in Go 1.27); a loaded make test met it once.
+# A real finding always writes its input under testdata/fuzz/<target>:
+# only a run that wrote none and printed nothing but that error passes.
 if ((rc == 0)) && [[ ${pkgs[*]} == ./... && -z ${MAYFLY_SKIP_FUZZ:-} ]]; then
 	for target in ingest:FuzzParse ingest:FuzzSimple ingest:FuzzSanitize edge:FuzzRequest; do
-		MAYFLY_TEST_REDIS_ADDRS=$addrs go test "./${target%%:*}" -run '^$' -fuzz "^${target#*:}\$" \
-			-fuzztime "${MAYFLY_FUZZTIME:-10s}" -fuzzminimizetime 5s || { rc=$?; break; }
+		pkg=${target%%:*} name=${target#*:}
+		corpus="$pkg/testdata/fuzz/$name"
+		before=$(ls "$corpus" 2>/dev/null)
+		log="$MAYFLY_CLUSTER_DIR/fuzz-$name.log"
+		MAYFLY_TEST_REDIS_ADDRS=$addrs go test "./$pkg" -run '^$' -fuzz "^$name\$" \
+			-fuzztime "${MAYFLY_FUZZTIME:-10s}" -fuzzminimizetime 5s 2>&1 | tee "$log"
+		frc=${PIPESTATUS[0]}
+		((frc != 0)) || continue
+		if [[ $(ls "$corpus" 2>/dev/null) == "$before" ]] && fuzz_deadline_race "$log"; then
+			echo "test.sh: $name: the fuzz coordinator missed its -fuzztime deadline with no input found (go.dev/issue/75804); not a finding"
+			continue
+		fi
+		rc=$frc
+		break
 	done
 fi
 set -e

@@ -433,7 +433,7 @@ func (f *fill) wave() {
 	fmt.Fprintf(w, "- Memory: empty baseline %.1f MiB used (%.1f MiB rss); at the peak %.0f MiB above it; after the wave %.1f MiB used (%.1f MiB rss), %.1f MiB above the baseline. "+
 		"Within 5%% of where it settled: %s; stopped falling %s.\n",
 		f.empty.used/(1<<20), f.empty.rss/(1<<20), f.rows[len(f.rows)-1].total.used/(1<<20), end.used/(1<<20), end.rss/(1<<20), left/(1<<20), back, floor)
-	fmt.Fprintf(w, "- What stays: %s keys, none of a mailbox: the client IPs' creation windows (`mf:rl:{ip}:create`, one per IP, kept until the end of their day window, the spec's 20 a day) and the minute windows of the SMTP limits; %.0f B per client IP (%s IPs).\n",
+	fmt.Fprintf(w, "- What stays: %s keys, none of a mailbox: the client IPs' creation windows (in their networks' folds `mf:rl:{net:<network>}:fold` from layout 2026-11-28, before it `mf:rl:{ip}:create` one per IP; kept until the end of their day window, the spec's 20 a day) and the minute windows of the SMTP limits; %.0f B per client IP (%s IPs).\n",
 		thousands(float64(keys)), left/float64(f.ips+1032), thousands(float64(f.ips)))
 	verdict := "met"
 	if mailbox != 0 || noTTL != 0 {

@@ -515,13 +515,19 @@ func (l *Limiter) reserveInKeys(ctx context.Context, client, mailbox string, lif
 	if err != nil {
 		return Decision{}, false, err
 	}
-	switch nd.Kind {
+	return networks(nd), true, nil
+}
+
+// networks names a refusal by a network's share: its window
+// (net_creation) or its live inboxes (net_active).
+func networks(d Decision) Decision {
+	switch d.Kind {
 	case KindCreation:
-		nd.Kind = KindNetCreation
+		d.Kind = KindNetCreation
 	case KindActive:
-		nd.Kind = KindNetActive
+		d.Kind = KindNetActive
 	}
-	return nd, true, nil
+	return d
 }
 
 // foldArgs are reserve_fold.lua's arguments up to its mode.
@@ -555,12 +561,7 @@ func (l *Limiter) reserveInFold(ctx context.Context, client, mailbox string, lif
 		return Decision{}, err
 	}
 	if party, _ := reply[3].ToString(); party == "n" {
-		switch d.Kind {
-		case KindCreation:
-			d.Kind = KindNetCreation
-		case KindActive:
-			d.Kind = KindNetActive
-		}
+		d = networks(d)
 	}
 	return d, nil
 }

@@ -532,12 +532,14 @@ var errStandalone = errors.New("storage: cluster support disabled")
 // names itself the owner of its slots, but reports cluster_state:fail once
 // it knows it is cut off. With none ok, the last view read. Only "cluster
 // support disabled" means standalone (errStandalone); any other error
-// tries the next node, and with none left is the answer.
+// tries the next node, and with none left the answer is every node's
+// error, each with its address (the last tried may be a stalled node
+// whose timeout says less than another's refusal).
 func clusterNodes(ctx context.Context, c rueidis.Client) (string, error) {
 	var text string
-	err := errors.New("no redis node known")
+	var errs []error // each node's: the last tried may be a stalled one
 	tried := 0
-	for _, n := range c.Nodes() { // map order: random
+	for addr, n := range c.Nodes() { // map order: random
 		if tried++; tried > 3 {
 			break
 		}
@@ -546,10 +548,11 @@ func clusterNodes(ctx context.Context, c rueidis.Client) (string, error) {
 		cancel()
 		info, err1 := res[0].ToString()
 		nodes, err2 := res[1].ToString()
-		if err = errors.Join(err1, err2); err != nil {
+		if err := errors.Join(err1, err2); err != nil {
 			if re, ok := rueidis.IsRedisErr(err1); ok && strings.Contains(re.Error(), "cluster support disabled") {
 				return "", errStandalone
 			}
+			errs = append(errs, fmt.Errorf("%s: %w", addr, err))
 			continue
 		}
 		text = nodes
@@ -560,7 +563,10 @@ func clusterNodes(ctx context.Context, c rueidis.Client) (string, error) {
 	if text != "" {
 		return text, nil
 	}
-	return "", err
+	if len(errs) == 0 {
+		return "", errors.New("no redis node known")
+	}
+	return "", errors.Join(errs...)
 }
 
 // parseClusterNodes fills v from CLUSTER NODES: lines "<id> <addr> <flags>

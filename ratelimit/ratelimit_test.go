@@ -379,8 +379,9 @@ func TestCreationWindows(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
-				tc.cfg.ActivePerClient = high
-				l, c := newLimiter(t, tc.cfg)
+				cfg := tc.cfg // both subtests of tc run at once: a copy each
+				cfg.ActivePerClient = high
+				l, c := newLimiter(t, cfg)
 				l.SetNetworkShares(fold)
 				l.SetFold(fold, time.Time{})
 				checkWindows(t, l, c, tc.admitted, tc.blockedFor, tc.window)

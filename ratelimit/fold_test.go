@@ -183,8 +183,12 @@ func TestFoldMirrorsThenDecides(t *testing.T) {
 	if err := l.ExtendActive(ctx, ip, "m1", time.Now().Add(40*time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := c.Do(ctx, c.B().Exists().Key(l.keys.creation(ip)).Build()).AsInt64(); n != 1 {
-		t.Fatal("while mirroring, the client's hash is written (it decides)")
+	// While mirroring every layout's creation keys are written, and
+	// CreationKeys names each.
+	for _, k := range CreationKeys(l.cfg.KeyPrefix, ip) {
+		if n, _ := c.Do(ctx, c.B().Exists().Key(k).Build()).AsInt64(); n != 1 {
+			t.Errorf("%s (CreationKeys) is not written while mirroring", k)
+		}
 	}
 	if rec := foldField(t, c, l, ip, "n"); !strings.HasSuffix(rec, " 3 3 3") {
 		t.Errorf("mirrored network record %q, want the 3 creations the client's limits admitted", rec)

@@ -74,6 +74,20 @@ func (k keys) fold(client string) string {
 	return k.base + tag(client) + "}:fold"
 }
 
+// CreationKeys names, under prefix, the keys that hold client's creation
+// records in the layouts this release writes: its own hash (before
+// 2026-11-28), its network's hash (2026-11-26 and 2026-11-27) and its
+// network's fold (2026-11-28); the network's two are shared with its other
+// clients. For tools that measure them, such as bench's memory model.
+func CreationKeys(prefix, client string) []string {
+	k := newKeys(prefix)
+	out := []string{k.creation(client)}
+	if net := NetworkOf(client); net != "" {
+		out = append(out, k.network(net))
+	}
+	return append(out, k.fold(client))
+}
+
 // globalCreation is the hash {w, n} of the service-wide creation minute
 // (TTL: PEXPIREAT end of the minute).
 func (k keys) globalCreation() string { return k.global }

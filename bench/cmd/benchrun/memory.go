@@ -19,12 +19,9 @@ func boxKeys(tag string) []string {
 	return []string{"mf:{" + tag + "}:box", "mf:{" + tag + "}:msgs", "mf:{" + tag + "}:bodies"}
 }
 
-// ownerKeys are a client IP's creation keys: its own hash (layouts before
-// 2026-11-28) and its network's fold (2026-11-28), which its network's
-// other clients share.
-func ownerKeys(ip string) []string {
-	return []string{"mf:rl:{" + ip + "}:create", "mf:rl:{net:" + ratelimit.NetworkOf(ip) + "}:fold"}
-}
+// ownerKeys are a client IP's creation keys in every layout; its
+// network's are shared with the network's other clients.
+func ownerKeys(ip string) []string { return ratelimit.CreationKeys("mf", ip) }
 
 func (b *bench) memoryUsage(ctx context.Context, keys []string) (int64, error) {
 	var sum int64

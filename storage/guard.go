@@ -187,9 +187,9 @@ func (g *LayoutGuard) Check(ctx context.Context) (string, error) {
 
 // Run registers the node again every cfg.Every until ctx ends, and calls
 // apply when the layout it writes, the fleet's or FoldDecides changes (a
-// node without a Setting follows the fleet). A refusal or an unreachable Redis keeps the last layout: it
-// is logged, and the node goes on writing what every node read when it was
-// decided.
+// node without a Setting follows the fleet). A refusal or an unreachable
+// Redis keeps the last layout: it is logged, and the node goes on writing
+// what every node read when it was decided.
 func (g *LayoutGuard) Run(ctx context.Context, apply func(layout string)) {
 	t := time.NewTicker(g.cfg.Every)
 	defer t.Stop()

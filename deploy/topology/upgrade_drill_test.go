@@ -68,11 +68,11 @@ const (
 	layoutNew = storage.LayoutCurrent
 )
 
-// upgradeEnv: drillEnv, with a replica a second to
-// acknowledge a write (200 ms by default): this drill breaks no Redis node,
-// and on a loaded 2-core machine a replica slower than 200 ms answered a
-// select 503 and a delivery 451 4.3.0 (1 of each in 17 steps), which says
-// nothing about a mixed fleet (the failover drills measure those windows).
+// upgradeEnv: drillEnv, with a replica a second to acknowledge a write
+// (200 ms by default): this drill breaks no Redis node, and on a loaded
+// 2-core machine a replica slower than 200 ms answered a select 503 and a
+// delivery 451 4.3.0 (1 of each in 17 steps), which says nothing about a
+// mixed fleet (the failover drills measure those windows).
 var upgradeEnv = append(append([]string{}, drillEnv...),
 	"MAYFLY_REDIS_TIMEOUT=2s", "MAYFLY_REDIS_REPLICA_TIMEOUT=1s",
 	// A node of this tree drains before it stops: 2 s is haproxy's two
